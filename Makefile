@@ -1,0 +1,84 @@
+# pgsync: `make` builds, `make check` tests, `make demo` shows a replication.
+# Flags changed since the last build (make sanitize, CC=clang) rebuild all.
+
+PREFIX ?= /usr/local
+CC ?= cc
+OPT ?= -O2 -g
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+PG_INCLUDE := $(shell pg_config --includedir 2>/dev/null)
+PG_LIBDIR := $(shell pg_config --libdir 2>/dev/null)
+ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
+ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
+	-I lib -I $(PG_INCLUDE) $(ZSTD_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS_ALL = -L $(PG_LIBDIR) -lpq $(ZSTD_LIBS) -lpthread -lm
+
+PROGS := $(patsubst %.c,%,$(wildcard bin/*.c))
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(patsubst lib/%.c,build/lib/%.o,$(LIB_SRC))
+UNIT_SRC := $(wildcard test/unit/*_test.c)
+UNIT_BIN := $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard test/fuzz/*_fuzz.c)
+
+.SECONDARY:
+.PHONY: all check unit bats sanitize demo bench install clean deps check-versions fuzz FORCE
+
+all: $(PROGS)
+
+# Rebuild everything when the compiler or flags change.
+build/.flags: FORCE
+	@mkdir -p build
+	@echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' > $@
+
+build/lib/%.o: lib/%.c lib/*.h build/.flags
+	@mkdir -p build/lib
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+bin/%: bin/%.c $(LIB_OBJ) lib/*.h build/.flags
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_OBJ) $(LDLIBS_ALL)
+
+build/unit/%: test/unit/%.c test/unit/unit.h $(LIB_OBJ) build/.flags
+	@mkdir -p build/unit
+	$(CC) $(CFLAGS_ALL) -I test/unit -o $@ $< $(LIB_OBJ) $(LDLIBS_ALL)
+
+deps:
+	@scripts/install-deps
+
+unit: $(UNIT_BIN)
+	@test/run-unit $(UNIT_BIN)
+
+bats: all
+	@bats $(BATS_FLAGS) $(or $(TESTS),test/*.bats)
+
+# Everything: unit tests, then the end-to-end suite against real servers.
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory bats
+
+check-versions: deps all
+	@PGSYNC_MAJORS="14 15 16 17 18" $(MAKE) --no-print-directory check
+
+sanitize: deps
+	@$(MAKE) --no-print-directory EXTRA_CFLAGS="$(SAN_FLAGS)" OPT="-O1 -g" all unit bats
+
+fuzz: deps
+	@scripts/fuzz $(or $(SECONDS),60)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench $(if $(QUICK),--quick)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(PROGS) bin/pgsync $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 doc/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf build $(PROGS)

@@ -1,0 +1,89 @@
+#include "catalog.h"
+
+const char catalog_ddl[] =
+	"SELECT pg_advisory_xact_lock(7442718406132410263);\n"
+	"CREATE SCHEMA IF NOT EXISTS pgsync;\n"
+	"COMMENT ON SCHEMA pgsync IS 'pgsync replication state, catalog version 1';\n"
+	/* One row per job. pg-apply owns the source_* and applied_* columns,
+	 * the orchestrator the rest. applied_lsn follows the stream's position
+	 * convention: every source transaction whose commit LSN is below it has
+	 * been applied, in the same transaction that moved it. */
+	"CREATE TABLE IF NOT EXISTS pgsync.job (\n"
+	"  job text PRIMARY KEY,\n"
+	"  state text NOT NULL DEFAULT 'INITIALIZING' CHECK (state IN\n"
+	"    ('INITIALIZING','SNAPSHOTTING','CATCHING_UP','STREAMING','PAUSED','ERROR','RESYNC_REQUIRED')),\n"
+	"  slot text,\n"
+	"  slot_owned boolean NOT NULL DEFAULT false,\n"
+	"  publication text,\n"
+	"  source_sysid text,\n"
+	"  source_timeline integer,\n"
+	"  consistent_lsn pg_lsn,\n"
+	"  applied_lsn pg_lsn,\n"
+	"  applied_commit_time timestamptz,\n"
+	"  snapshot_done_at timestamptz,\n"
+	"  last_error text,\n"
+	"  created_at timestamptz NOT NULL DEFAULT now(),\n"
+	"  updated_at timestamptz NOT NULL DEFAULT now()\n"
+	");\n"
+	"CREATE TABLE IF NOT EXISTS pgsync.table_sync (\n"
+	"  job text NOT NULL REFERENCES pgsync.job ON DELETE CASCADE,\n"
+	"  schema_name text NOT NULL,\n"
+	"  table_name text NOT NULL,\n"
+	"  state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','copying','done')),\n"
+	"  rows_copied bigint NOT NULL DEFAULT 0,\n"
+	"  bytes_copied bigint NOT NULL DEFAULT 0,\n"
+	"  rows_estimate bigint,\n"
+	"  started_at timestamptz,\n"
+	"  finished_at timestamptz,\n"
+	"  PRIMARY KEY (job, schema_name, table_name)\n"
+	");\n"
+	"CREATE TABLE IF NOT EXISTS pgsync.job_runtime (\n"
+	"  job text PRIMARY KEY REFERENCES pgsync.job ON DELETE CASCADE,\n"
+	"  pid integer,\n"
+	"  host text,\n"
+	"  version text,\n"
+	"  state text,\n"
+	"  connection_state text,\n"
+	"  source_version text,\n"
+	"  received_lsn pg_lsn,\n"
+	"  applied_lsn pg_lsn,\n"
+	"  lag_bytes bigint,\n"
+	"  transactions bigint NOT NULL DEFAULT 0,\n"
+	"  changes bigint NOT NULL DEFAULT 0,\n"
+	"  transactions_per_sec double precision,\n"
+	"  rows_per_sec double precision,\n"
+	"  reconnects integer NOT NULL DEFAULT 0,\n"
+	"  rss_bytes bigint,\n"
+	"  last_apply_at timestamptz,\n"
+	"  last_commit_time timestamptz,\n"
+	"  heartbeat_interval_s integer,\n"
+	"  heartbeat_at timestamptz,\n"
+	"  started_at timestamptz,\n"
+	"  stopped_at timestamptz\n"
+	");\n";
+
+bool
+catalog_ensure(PGconn *conn, struct pgerr *err)
+{
+	PGresult *res;
+	bool ok;
+
+	/* Fast path: already there (the common case, and needs no CREATE right). */
+	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'job_runtime'");
+	if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+	{
+		PQclear(res);
+		return true;
+	}
+	PQclear(res);
+	if (!conn_command(conn, "BEGIN", 0, NULL, err))
+		return false;
+	ok = conn_command(conn, catalog_ddl, 0, NULL, err);
+	if (!ok)
+	{
+		PQclear(PQexec(conn, "ROLLBACK"));
+		return false;
+	}
+	return conn_command(conn, "COMMIT", 0, NULL, err);
+}

@@ -1,0 +1,258 @@
+#include "conn.h"
+#include "buf.h"
+#include "common.h"
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+one_line(char *dst, size_t dstlen, const char *src)
+{
+	size_t n;
+
+	snprintf(dst, dstlen, "%s", src ? src : "");
+	/* libpq messages end in newlines and may span lines: keep one line. */
+	for (char *p = dst; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	n = strlen(dst);
+	while (n > 0 && (dst[n - 1] == ' ' || dst[n - 1] == '.'))
+		dst[--n] = '\0';
+}
+
+void
+pgerr_printf(struct pgerr *err, bool retryable, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	err->sqlstate[0] = '\0';
+	err->retryable = retryable;
+}
+
+bool
+sqlstate_retryable(const char *s)
+{
+	if (s == NULL || s[0] == '\0')
+		return false;
+	if (strncmp(s, "08", 2) == 0)			/* connection exception */
+		return true;
+	return strcmp(s, "57P01") == 0 ||		/* admin_shutdown */
+		strcmp(s, "57P02") == 0 ||			/* crash_shutdown */
+		strcmp(s, "57P03") == 0 ||			/* cannot_connect_now */
+		strcmp(s, "53300") == 0 ||			/* too_many_connections */
+		strcmp(s, "40001") == 0 ||			/* serialization_failure */
+		strcmp(s, "40P01") == 0 ||			/* deadlock_detected */
+		strcmp(s, "55006") == 0;			/* object_in_use: slot busy for a moment */
+}
+
+void
+pgerr_set(struct pgerr *err, PGconn *conn, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+	snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state ? state : "");
+	if (primary)
+		one_line(err->msg, sizeof(err->msg), primary);
+	else if (res && PQresultErrorMessage(res)[0])
+		one_line(err->msg, sizeof(err->msg), PQresultErrorMessage(res));
+	else
+		one_line(err->msg, sizeof(err->msg), conn ? PQerrorMessage(conn) : "unknown error");
+	if (err->msg[0] == '\0')
+		snprintf(err->msg, sizeof(err->msg), "unknown error");
+	err->retryable = sqlstate_retryable(err->sqlstate) ||
+		(conn != NULL && PQstatus(conn) == CONNECTION_BAD);
+}
+
+PGconn *
+conn_open(const char *conninfo, bool replication, struct pgerr *err)
+{
+	const char *keys[4], *vals[4];
+	int n = 0;
+	PGconn *conn;
+
+	if (conninfo != NULL && conninfo[0] != '\0')
+	{
+		char *perr = NULL;
+		PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
+
+		if (opts == NULL)
+		{
+			pgerr_printf(err, false, "invalid connection string: %s", "");
+			if (perr)
+			{
+				one_line(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg), perr);
+				PQfreemem(perr);
+			}
+			return NULL;
+		}
+		PQconninfoFree(opts);
+		keys[n] = "dbname";
+		vals[n++] = conninfo;
+	}
+	keys[n] = "fallback_application_name";
+	vals[n++] = log_progname();
+	if (replication)
+	{
+		keys[n] = "replication";
+		vals[n++] = "database";
+	}
+	keys[n] = NULL;
+	vals[n] = NULL;
+
+	conn = PQconnectdbParams(keys, vals, 1);
+	if (conn == NULL)
+	{
+		pgerr_printf(err, true, "out of memory connecting");
+		return NULL;
+	}
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		pgerr_set(err, conn, NULL);
+		/* A refused or dropped connection may come back; bad auth will not. */
+		err->retryable = strstr(err->msg, "authentication") == NULL &&
+			strstr(err->msg, "does not exist") == NULL &&
+			strstr(err->msg, "no pg_hba.conf entry") == NULL &&
+			strstr(err->msg, "permission denied") == NULL &&
+			strstr(err->msg, "must have") == NULL &&
+			strstr(err->msg, "must be") == NULL;
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+void
+conn_display(const char *conninfo, char *out, size_t outlen)
+{
+	static const char *const shown[] = {"host", "hostaddr", "port", "user", "dbname", NULL};
+	PQconninfoOption *opts;
+	struct buf b = BUF_INIT;
+
+	opts = conninfo && conninfo[0] ? PQconninfoParse(conninfo, NULL) : PQconndefaults();
+	if (opts == NULL)
+	{
+		snprintf(out, outlen, "(invalid connection string)");
+		return;
+	}
+	for (int i = 0; shown[i]; i++)
+		for (PQconninfoOption *o = opts; o->keyword; o++)
+			if (strcmp(o->keyword, shown[i]) == 0 && o->val && o->val[0])
+			{
+				/* A dbname may itself be a conninfo string: never echo one. */
+				if (strcmp(o->keyword, "dbname") == 0 &&
+					(strchr(o->val, '=') || strstr(o->val, "://")))
+					continue;
+				buf_printf(&b, "%s%s=%s", b.len ? " " : "", o->keyword, o->val);
+			}
+	PQconninfoFree(opts);
+	snprintf(out, outlen, "%s", b.len ? buf_cstr(&b) : "(libpq defaults)");
+	buf_free(&b);
+}
+
+bool
+conn_command(PGconn *conn, const char *sql, int nparams,
+			 const char *const *params, struct pgerr *err)
+{
+	PGresult *res = nparams > 0
+		? PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0)
+		: PQexec(conn, sql);
+	bool ok = res != NULL && (PQresultStatus(res) == PGRES_COMMAND_OK ||
+							  PQresultStatus(res) == PGRES_TUPLES_OK);
+
+	if (!ok)
+		pgerr_set(err, conn, res);
+	PQclear(res);
+	return ok;
+}
+
+PGresult *
+conn_query(PGconn *conn, const char *sql, int nparams,
+		   const char *const *params, int ncols, struct pgerr *err)
+{
+	PGresult *res = nparams > 0
+		? PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0)
+		: PQexec(conn, sql);
+
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgerr_set(err, conn, res);
+		PQclear(res);
+		return NULL;
+	}
+	if (ncols >= 0 && PQnfields(res) != ncols)
+	{
+		pgerr_printf(err, false, "unexpected result: got %d rows and %d fields, expected %d fields",
+					 PQntuples(res), PQnfields(res), ncols);
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+bool
+conn_identify_system(PGconn *conn, struct sysident *out, struct pgerr *err)
+{
+	PGresult *res = conn_query(conn, "IDENTIFY_SYSTEM", 0, NULL, -1, err);
+	unsigned long tli;
+	char *end;
+
+	if (res == NULL)
+		return false;
+	if (PQntuples(res) != 1 || PQnfields(res) < 4)
+	{
+		pgerr_printf(err, false, "could not identify system: got %d rows and %d fields, expected 1 row and 4 or more fields",
+					 PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return false;
+	}
+	snprintf(out->sysid, sizeof(out->sysid), "%s", PQgetvalue(res, 0, 0));
+	tli = strtoul(PQgetvalue(res, 0, 1), &end, 10);
+	out->timeline = (uint32_t) tli;
+	if (*end != '\0' || !lsn_parse(PQgetvalue(res, 0, 2), &out->xlogpos))
+	{
+		pgerr_printf(err, false, "could not identify system: unexpected timeline or position");
+		PQclear(res);
+		return false;
+	}
+	snprintf(out->dbname, sizeof(out->dbname), "%s", PQgetisnull(res, 0, 3) ? "" : PQgetvalue(res, 0, 3));
+	PQclear(res);
+	return true;
+}
+
+char *
+conn_quote_ident(PGconn *conn, const char *ident)
+{
+	char *q = PQescapeIdentifier(conn, ident, strlen(ident));
+	char *copy;
+
+	if (q == NULL)
+		log_fatal(EXIT_RUNTIME, "cannot quote identifier: %s", PQerrorMessage(conn));
+	copy = xstrdup(q);
+	PQfreemem(q);
+	return copy;
+}
+
+bool
+conn_reset_timeouts(PGconn *conn, struct pgerr *err)
+{
+	int v = PQserverVersion(conn);
+	struct buf sql = BUF_INIT;
+	bool ok;
+
+	buf_puts(&sql, "SET statement_timeout = 0; SET lock_timeout = 0; "
+			 "SET idle_in_transaction_session_timeout = 0");
+	if (v >= 140000)
+		buf_puts(&sql, "; SET idle_session_timeout = 0");
+	if (v >= 170000)
+		buf_puts(&sql, "; SET transaction_timeout = 0");
+	ok = conn_command(conn, buf_cstr(&sql), 0, NULL, err);
+	buf_free(&sql);
+	return ok;
+}

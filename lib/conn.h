@@ -1,0 +1,75 @@
+/*
+ * conn.h - libpq connections for every program: connect from a conninfo
+ * string or URL (NULL: libpq's environment), a display form with the password
+ * removed for log lines, results checked for status and shape, and errors
+ * that carry their SQLSTATE and whether retrying can help.
+ * Never log a conninfo string itself: always conn_display().
+ */
+#ifndef PGSYNC_CONN_H
+#define PGSYNC_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+#include "lsn.h"
+
+struct pgerr {
+	char sqlstate[6];			/* "" when none (e.g. connection lost) */
+	char msg[1024];				/* one line, no trailing newline */
+	bool retryable;
+};
+
+/*
+ * Open a connection. replication=true opens a logical replication
+ * connection (replication=database). On failure returns NULL and fills err.
+ */
+PGconn *conn_open(const char *conninfo, bool replication, struct pgerr *err);
+
+/* "host=/tmp port=5432 user=app dbname=shop": never contains a password. */
+void conn_display(const char *conninfo, char *out, size_t outlen);
+
+/* SQLSTATE classes and codes after which reconnecting may succeed. */
+bool sqlstate_retryable(const char *sqlstate);
+
+/* Fill err from a failed result (res may be NULL) and the connection. */
+void pgerr_set(struct pgerr *err, PGconn *conn, const PGresult *res);
+void pgerr_printf(struct pgerr *err, bool retryable, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Run a statement that returns no rows (parameters as text, may be NULL).
+ * Returns true on success; false with err filled.
+ */
+bool conn_command(PGconn *conn, const char *sql, int nparams,
+				  const char *const *params, struct pgerr *err);
+
+/*
+ * Run a query that must return rows with exactly ncols columns (ncols < 0:
+ * any). Returns the result (caller PQclear()s) or NULL with err filled;
+ * a wrong shape is an error "got N fields, expected M".
+ */
+PGresult *conn_query(PGconn *conn, const char *sql, int nparams,
+					 const char *const *params, int ncols, struct pgerr *err);
+
+/* IDENTIFY_SYSTEM on a replication connection. */
+struct sysident {
+	char sysid[24];
+	uint32_t timeline;
+	lsn_t xlogpos;
+	char dbname[128];
+};
+bool conn_identify_system(PGconn *conn, struct sysident *out, struct pgerr *err);
+
+/* Quote an identifier (PQescapeIdentifier) into a malloc'd string. */
+char *conn_quote_ident(PGconn *conn, const char *ident);
+
+/*
+ * Reset session settings that could cancel long work: statement_timeout,
+ * lock_timeout, idle_in_transaction_session_timeout, idle_session_timeout
+ * (14+) and transaction_timeout (17+).
+ */
+bool conn_reset_timeouts(PGconn *conn, struct pgerr *err);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * input.h - read a change stream line by line from a file descriptor, plain
+ * or zstd (detected from the magic bytes of the first frame), with a hard
+ * limit on line length so memory is bounded by configuration, never by input.
+ * Never returns a partial line as if it were complete.
+ */
+#ifndef PGSYNC_INPUT_H
+#define PGSYNC_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum input_status {
+	IN_LINE = 0,				/* a complete line, LF stripped */
+	IN_EOF = 1,					/* clean end: input ended after a LF (or was empty) */
+	IN_AGAIN = 2,				/* no complete line within the timeout */
+	IN_TRUNCATED = 3,			/* input ended in the middle of a line */
+	IN_TOOLONG = 4,				/* a line exceeds the limit */
+	IN_ERROR = 5,				/* read or decompression error (message logged) */
+};
+
+struct input;
+
+/* name is used in messages ("-" for stdin). max_line bounds one line. */
+struct input *input_open(int fd, const char *name, size_t max_line);
+/*
+ * Next line. timeout_ms < 0 blocks; 0 returns IN_AGAIN at once when no
+ * complete line is buffered and nothing can be read without blocking.
+ * The line stays valid until the next call.
+ */
+enum input_status input_next(struct input *in, const char **line, size_t *len,
+							 int timeout_ms);
+/* Line number of the last line returned (1-based). */
+uint64_t input_lineno(const struct input *in);
+const char *input_name(const struct input *in);
+/* Bytes consumed (decompressed). */
+uint64_t input_bytes(const struct input *in);
+int input_fd(const struct input *in);
+void input_close(struct input *in);
+
+#endif

@@ -1,0 +1,144 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *progname = "pgsync";
+static enum log_level min_level = LOG_INFO;
+static bool json_mode = false;
+
+static const char *const level_names[] = {"debug", "info", "warning", "error"};
+
+void
+log_init(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+
+	progname = slash ? slash + 1 : name;
+}
+
+const char *
+log_progname(void)
+{
+	return progname;
+}
+
+void
+log_set_level(enum log_level level)
+{
+	min_level = level;
+}
+
+bool
+log_parse_level(const char *s, enum log_level *out)
+{
+	if (strcmp(s, "warn") == 0)
+	{
+		*out = LOG_WARN;
+		return true;
+	}
+	for (int i = 0; i < 4; i++)
+		if (strcmp(s, level_names[i]) == 0)
+		{
+			*out = (enum log_level) i;
+			return true;
+		}
+	return false;
+}
+
+void
+log_set_json(bool json)
+{
+	json_mode = json;
+}
+
+bool
+log_enabled(enum log_level level)
+{
+	return level >= min_level;
+}
+
+static void
+json_escape(FILE *f, const char *s)
+{
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c == '\t')
+			fputs("\\t", f);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static void
+emit(enum log_level level, const char *fmt, va_list ap)
+{
+	char msg[4096];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* One event, one line: a stray newline would break log parsers. */
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
+		msg[--n] = '\0';
+	for (char *p = msg; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+
+	if (json_mode)
+	{
+		struct timespec ts;
+		struct tm tm;
+		char when[40];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		flockfile(stderr);
+		fprintf(stderr, "{\"time\":\"%s.%06ldZ\",\"program\":\"%s\",\"pid\":%ld,\"level\":\"%s\",\"msg\":\"",
+				when, ts.tv_nsec / 1000, progname, (long) getpid(), level_names[level]);
+		json_escape(stderr, msg);
+		fputs("\"}\n", stderr);
+		funlockfile(stderr);
+	}
+	else if (level == LOG_INFO)
+		fprintf(stderr, "%s: %s\n", progname, msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", progname, level_names[level], msg);
+	fflush(stderr);
+}
+
+void
+log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level < min_level)
+		return;
+	va_start(ap, fmt);
+	emit(level, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_fatal(int exit_code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit(LOG_ERROR, fmt, ap);
+	va_end(ap);
+	exit(exit_code);
+}

@@ -1,0 +1,32 @@
+/*
+ * log.h - diagnostics on stderr: one line per event, human text
+ * ("pg-apply: error: ...") or one JSON object per line with --json.
+ * Callers must never pass a password or a row value into a message.
+ */
+#ifndef PGSYNC_LOG_H
+#define PGSYNC_LOG_H
+
+#include <stdbool.h>
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+void log_init(const char *progname);
+const char *log_progname(void);
+void log_set_level(enum log_level level);
+/* Parse "debug", "info", "warn"/"warning", "error"; false when unknown. */
+bool log_parse_level(const char *s, enum log_level *out);
+void log_set_json(bool json);
+bool log_enabled(enum log_level level);
+
+void log_msg(enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* Log an error and exit with the given code. */
+void log_fatal(int exit_code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * out.h - the one buffered writer every program uses for its output stream:
+ * handles short writes and EINTR, optional zstd compression, and treats EPIPE
+ * (the reader went away) as a quiet end. Flushing compressed output ends a
+ * zstd block, so a reader can decode everything written so far.
+ */
+#ifndef PGSYNC_OUT_H
+#define PGSYNC_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum out_status { OUT_OK = 0, OUT_CLOSED = 1, OUT_ERROR = 2 };
+
+struct out;
+
+/* Write to fd; zstd_level 0 means plain output. */
+struct out *out_open(int fd, int zstd_level);
+/* Refuse (false) when compressing to a terminal; call before writing. */
+bool out_tty_ok(int fd, int zstd_level);
+enum out_status out_write(struct out *o, const void *p, size_t n);
+/* Push everything buffered to the fd (and end a zstd block). */
+enum out_status out_flush(struct out *o);
+/* Bytes handed to out_write since open (uncompressed). */
+unsigned long long out_bytes(const struct out *o);
+/* Bytes buffered and not yet flushed. */
+size_t out_pending(const struct out *o);
+/* Finish (zstd epilogue), flush and free; fsync the fd first when asked. */
+enum out_status out_close(struct out *o, bool do_fsync);
+
+/* write(2) until done: retries short writes and EINTR. -1 with errno set. */
+int write_all(int fd, const void *p, size_t n);
+
+#endif
