@@ -1,6 +1,7 @@
 #include "record.h"
 #include "escape.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <sys/time.h>
