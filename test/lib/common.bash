@@ -1,0 +1,58 @@
+# Shared helpers for the bats tests: where the built programs are, and how to
+# compare data between clusters. Load with `load lib/common` (lib/cluster
+# loads it too). Sourcing it twice is harmless.
+
+PGSYNC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+PGSYNC_BIN=$PGSYNC_ROOT/bin
+PGSYNC_SCRIPTS=$PGSYNC_ROOT/scripts
+export PGSYNC_ROOT PGSYNC_BIN PGSYNC_SCRIPTS
+
+# The built programs (pg-walcat, pg-apply, ..., pgsync) and pg-cluster
+# resolve to this checkout, never to an installed copy.
+case ":$PATH:" in
+*":$PGSYNC_BIN:$PGSYNC_SCRIPTS:"*) ;;
+*) PATH=$PGSYNC_BIN:$PGSYNC_SCRIPTS:$PATH ;;
+esac
+export PATH
+
+# table_checksum URL TABLE
+# md5 of every row of TABLE as text, sorted bytewise, so that two tables hold
+# the same rows exactly when their checksums match. TABLE is an identifier,
+# optionally schema-qualified (schema.table); it is quoted, not spliced.
+# ROW(x.*), not the bare alias: a column named like the alias would win.
+# The session settings fix the text form of times, floats and bytea, so
+# clusters configured differently still compare equal.
+table_checksum() {
+	if [[ $# -ne 2 ]]; then
+		echo "usage: table_checksum URL TABLE" >&2
+		return 2
+	fi
+	local url=$1 table=$2 schema=public
+	if [[ $table == *.* ]]; then
+		schema=${table%%.*}
+		table=${table#*.}
+	fi
+	psql -X -v ON_ERROR_STOP=1 -qAt -d "$url" -v schema="$schema" -v table="$table" <<'SQL'
+SET TIME ZONE 'UTC';
+SET datestyle = 'ISO, MDY';
+SET intervalstyle = 'postgres';
+SET extra_float_digits = 3;
+SET bytea_output = 'hex';
+SELECT coalesce(md5(string_agg(r, E'\n' ORDER BY r COLLATE "C")), md5(''))
+  FROM (SELECT ROW(x.*)::text AS r FROM :"schema".:"table" x) s;
+SQL
+}
+
+# wait_until SECONDS COMMAND...
+# Run COMMAND every 0.1 s until it succeeds; fail after SECONDS.
+wait_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		if ((SECONDS >= deadline)); then
+			echo "wait_until: timed out waiting for: $*" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
