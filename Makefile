@@ -36,12 +36,17 @@ build/lib/%.o: lib/%.c lib/*.h build/.flags
 	@mkdir -p build/lib
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
-bin/%: bin/%.c $(LIB_OBJ) lib/*.h build/.flags
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_OBJ) $(LDLIBS_ALL)
+# An archive, so each program links only the modules it uses.
+build/libpgsync.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $(LIB_OBJ)
 
-build/unit/%: test/unit/%.c test/unit/unit.h $(LIB_OBJ) build/.flags
+bin/%: bin/%.c build/libpgsync.a lib/*.h build/.flags
+	$(CC) $(CFLAGS_ALL) -o $@ $< build/libpgsync.a $(LDLIBS_ALL)
+
+build/unit/%: test/unit/%.c test/unit/unit.h build/libpgsync.a build/.flags
 	@mkdir -p build/unit
-	$(CC) $(CFLAGS_ALL) -I test/unit -o $@ $< $(LIB_OBJ) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -I test/unit -o $@ $< build/libpgsync.a $(LDLIBS_ALL)
 
 deps:
 	@scripts/install-deps
