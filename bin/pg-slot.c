@@ -1,0 +1,553 @@
+/*
+ * pg-slot: create, drop and show a logical replication slot (pgoutput) on
+ * the source. `create --export-snapshot` prints the consistent point and the
+ * snapshot name, then keeps the exporting connection idle until its stdin
+ * closes or it is told to stop: the calling shell holds the snapshot exactly
+ * as long as it keeps that pipe open.
+ */
+#include "common.h"
+#include "conn.h"
+#include "log.h"
+#include "lsn.h"
+#include "out.h"
+#include "pgwait.h"
+#include "sig.h"
+#include "slotinfo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char synopsis[] =
+	"usage: pg-slot create --slot NAME [-d CONNINFO] [--if-not-exists]\n"
+	"                      [--export-snapshot [--hold-timeout DURATION]] [--json]\n"
+	"       pg-slot drop --slot NAME [-d CONNINFO] [--if-exists] [--wait DURATION] [--json]\n"
+	"       pg-slot show --slot NAME [-d CONNINFO] [--json]\n";
+
+static const char options_help[] =
+	"\n"
+	"Create, drop or show a logical replication slot (plugin pgoutput) on the source.\n"
+	"\n"
+	"Options:\n"
+	"  -d, --dbname=CONNINFO     source connection string or URL (default: libpq environment)\n"
+	"  -s, --slot=NAME           slot name: 1-63 of a-z, 0-9 and _\n"
+	"      --if-not-exists       create: an existing pgoutput slot is reported, not an error\n"
+	"      --export-snapshot     create: export the slot's snapshot and hold it until stdin\n"
+	"                            reaches EOF or SIGTERM/SIGINT arrives\n"
+	"      --hold-timeout=DURATION  create: give the snapshot up after DURATION (exit 1)\n"
+	"      --if-exists           drop: a missing slot is not an error\n"
+	"      --wait=DURATION       drop: wait up to DURATION for an active slot to be released\n"
+	"      --json                JSON on stdout (create, show) and JSON log lines on stderr\n"
+	"  -q, --quiet               log warnings and errors only\n"
+	"      --log-level=LEVEL     debug, info, warn or error (default info)\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"create prints SLOT<TAB>CONSISTENT_LSN<TAB>SNAPSHOT_NAME (\"-\" without a snapshot).\n"
+	"Exit status: 0 done, 1 runtime error, 2 usage, 3 source prerequisite missing,\n"
+	"4 slot missing or invalidated.\n";
+
+enum cmd { CMD_NONE, CMD_CREATE, CMD_DROP, CMD_SHOW };
+
+struct opts {
+	enum cmd cmd;
+	const char *conninfo;
+	const char *slot;
+	bool if_not_exists;
+	bool if_exists;
+	bool export_snapshot;
+	bool json;
+	uint64_t hold_timeout_ms;	/* 0: hold until EOF or a signal */
+	uint64_t wait_ms;
+};
+
+static void
+usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+usage_error(const char *fmt, ...)
+{
+	if (fmt)
+	{
+		char msg[512];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		log_error("%s", msg);
+	}
+	fputs(synopsis, stderr);
+	exit(EXIT_USAGE);
+}
+
+static void
+parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT,
+		   OPT_JSON, OPT_LOG_LEVEL };
+	static const struct option longopts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"slot", required_argument, NULL, 's'},
+		{"if-not-exists", no_argument, NULL, OPT_IF_NOT_EXISTS},
+		{"if-exists", no_argument, NULL, OPT_IF_EXISTS},
+		{"export-snapshot", no_argument, NULL, OPT_EXPORT},
+		{"hold-timeout", required_argument, NULL, OPT_HOLD},
+		{"wait", required_argument, NULL, OPT_WAIT},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"quiet", no_argument, NULL, 'q'},
+		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	bool have_hold = false, have_wait = false;
+	enum log_level level;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:s:qhV", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd': o->conninfo = optarg; break;
+			case 's': o->slot = optarg; break;
+			case OPT_IF_NOT_EXISTS: o->if_not_exists = true; break;
+			case OPT_IF_EXISTS: o->if_exists = true; break;
+			case OPT_EXPORT: o->export_snapshot = true; break;
+			case OPT_HOLD:
+				if (!parse_duration_ms(optarg, &o->hold_timeout_ms) || o->hold_timeout_ms == 0)
+					usage_error("invalid --hold-timeout \"%s\": expected a positive duration (30s, 10min, 6h)", optarg);
+				have_hold = true;
+				break;
+			case OPT_WAIT:
+				if (!parse_duration_ms(optarg, &o->wait_ms))
+					usage_error("invalid --wait \"%s\": expected a duration (0, 500ms, 10s, 1min)", optarg);
+				have_wait = true;
+				break;
+			case OPT_JSON: o->json = true; break;
+			case 'q': log_set_level(LOG_WARN); break;
+			case OPT_LOG_LEVEL:
+				if (!log_parse_level(optarg, &level))
+					usage_error("invalid --log-level \"%s\": expected debug, info, warn or error", optarg);
+				log_set_level(level);
+				break;
+			case 'h':
+				fputs(synopsis, stdout);
+				fputs(options_help, stdout);
+				exit(EXIT_DONE);
+			case 'V':
+				printf("pg-slot (pgsync) %s\n", PGSYNC_VERSION);
+				exit(EXIT_DONE);
+			case ':':
+				usage_error("option %s needs a value", argv[optind - 1]);
+			default:
+				if (optopt)
+					usage_error("unknown option -%c", optopt);
+				usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		usage_error("missing command: create, drop or show");
+	if (strcmp(argv[optind], "create") == 0)
+		o->cmd = CMD_CREATE;
+	else if (strcmp(argv[optind], "drop") == 0)
+		o->cmd = CMD_DROP;
+	else if (strcmp(argv[optind], "show") == 0)
+		o->cmd = CMD_SHOW;
+	else
+		usage_error("unknown command \"%s\": expected create, drop or show", argv[optind]);
+	if (optind + 1 < argc)
+		usage_error("unexpected argument \"%s\"", argv[optind + 1]);
+	if (o->slot == NULL)
+		usage_error("%s needs --slot NAME", argv[optind]);
+	if (!slot_name_valid(o->slot))
+		usage_error("invalid slot name \"%s\": use 1 to %d lower-case letters, digits and underscores",
+					o->slot, SLOT_NAME_MAX);
+	if (o->cmd != CMD_CREATE && (o->if_not_exists || o->export_snapshot || have_hold))
+		usage_error("--if-not-exists, --export-snapshot and --hold-timeout apply to create only");
+	if (have_hold && !o->export_snapshot)
+		usage_error("--hold-timeout needs --export-snapshot");
+	if (o->cmd != CMD_DROP && (o->if_exists || have_wait))
+		usage_error("--if-exists and --wait apply to drop only");
+	if (o->json)
+		log_set_json(true);
+}
+
+/* Connect, with the exit code and fix for a role that may not log in. */
+static PGconn *
+connect_source(const struct opts *o, bool replication)
+{
+	struct pgerr err;
+	char shown[512];
+	PGconn *conn = conn_open(o->conninfo, replication, &err);
+
+	if (conn == NULL)
+	{
+		int rc = slot_connect_failure(&err, o->conninfo);
+
+		conn_display(o->conninfo, shown, sizeof(shown));
+		log_fatal(rc, "cannot connect to the source (%s): %s", shown, err.msg);
+	}
+	return conn;
+}
+
+static void
+fatal_pgerr(int rc, const char *what, const struct pgerr *err)
+{
+	if (err->sqlstate[0])
+		log_fatal(rc, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
+	log_fatal(rc, "%s: %s", what, err->msg);
+}
+
+static void
+preflight(PGconn *conn, bool need_logical)
+{
+	struct pgerr err;
+	int rc = slot_preflight(conn, need_logical, &err);
+
+	if (rc == EXIT_PREFLIGHT)
+		log_fatal(rc, "%s", err.msg);
+	if (rc != EXIT_DONE)
+		fatal_pgerr(rc, "cannot check the source", &err);
+}
+
+static enum slot_lookup
+read_slot(PGconn *conn, const char *slot, struct slotinfo *s)
+{
+	struct pgerr err;
+	enum slot_lookup st = slotinfo_read(conn, slot, s, &err);
+	char what[128];
+
+	if (st == SLOT_ERROR)
+	{
+		snprintf(what, sizeof(what), "cannot read replication slot \"%s\"", slot);
+		fatal_pgerr(EXIT_RUNTIME, what, &err);
+	}
+	return st;
+}
+
+/* Write all of b to stdout; false when the reader has gone (EPIPE). */
+static bool
+emit_stdout(struct buf *b)
+{
+	if (write_all(STDOUT_FILENO, b->data, b->len) == 0)
+		return true;
+	if (errno == EPIPE)
+		return false;
+	log_fatal(EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
+}
+
+static bool
+print_created(const struct opts *o, const char *slot, lsn_t lsn, const char *snapshot)
+{
+	struct buf b = BUF_INIT;
+	char l[LSN_BUFSZ];
+	bool ok;
+
+	lsn_format(lsn, l);
+	if (o->json)
+	{
+		buf_puts(&b, "{\"slot\":");
+		json_string(&b, slot);
+		buf_puts(&b, ",\"consistent_lsn\":");
+		json_string(&b, l);
+		buf_puts(&b, ",\"snapshot\":");
+		if (snapshot)
+			json_string(&b, snapshot);
+		else
+			buf_puts(&b, "null");
+		buf_puts(&b, "}\n");
+	}
+	else
+		buf_printf(&b, "%s\t%s\t%s\n", slot, l, snapshot ? snapshot : "-");
+	ok = emit_stdout(&b);
+	buf_free(&b);
+	return ok;
+}
+
+/* --if-not-exists found the slot: report it if it is a usable pgoutput slot. */
+static int
+report_existing(const struct opts *o, PGconn *conn, const struct slotinfo *s)
+{
+	char why[128];
+
+	if (o->export_snapshot)
+		log_fatal(EXIT_RUNTIME, "replication slot \"%s\" already exists: a snapshot can be exported only "
+				  "when the slot is created (drop it, or leave out --export-snapshot)", s->name);
+	if (strcmp(s->slot_type, "logical") != 0)
+		log_fatal(EXIT_PREFLIGHT, "replication slot \"%s\" already exists and is a %s slot, not a logical one",
+				  s->name, s->slot_type);
+	if (strcmp(s->plugin, "pgoutput") != 0)
+		log_fatal(EXIT_PREFLIGHT, "replication slot \"%s\" already exists and uses plugin \"%s\", not pgoutput",
+				  s->name, s->plugin);
+	if (strcmp(s->database, PQdb(conn)) != 0)
+		log_fatal(EXIT_PREFLIGHT, "replication slot \"%s\" already exists in database \"%s\", not \"%s\"",
+				  s->name, s->database, PQdb(conn));
+	if (slotinfo_invalidated(s, why, sizeof(why)))
+		log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" already exists but is invalidated (%s): "
+				  "drop it and resync", s->name, why);
+	PQfinish(conn);
+	log_info("replication slot \"%s\" already exists", s->name);
+	print_created(o, s->name, s->confirmed_flush_lsn, NULL);
+	return EXIT_DONE;
+}
+
+static void
+say_waiting(void *slot)
+{
+	log_info("waiting for transactions running on the source to finish before "
+			 "replication slot \"%s\" becomes consistent", (const char *) slot);
+}
+
+/*
+ * The server makes the slot consistent only once the transactions running on
+ * the source have ended, which takes as long as the longest of them: wait
+ * for it without shutting out SIGINT/SIGTERM.
+ */
+static PGresult *
+create_slot_query(PGconn *repl, const char *sql, const char *slot)
+{
+	bool interrupted;
+	PGresult *res;
+
+	if (!PQsendQuery(repl, sql))
+	{
+		struct pgerr err;
+
+		pgerr_set(&err, repl, NULL);
+		log_fatal(EXIT_RUNTIME, "cannot create replication slot \"%s\": %s", slot, err.msg);
+	}
+	res = pgwait_result(repl, 5000, say_waiting, (void *) slot, &interrupted);
+	if (interrupted)
+		log_fatal(EXIT_RUNTIME, "interrupted while creating replication slot \"%s\": no slot was created",
+				  slot);
+	return res;
+}
+
+/* Hold the exported snapshot until stdin ends, a signal, or the timeout. */
+static int
+hold_snapshot(const struct opts *o, PGconn *repl, const char *snapshot)
+{
+	uint64_t deadline = o->hold_timeout_ms ? now_ms() + o->hold_timeout_ms : 0;
+	char junk[4096];
+
+	log_info("holding snapshot %s until stdin is closed", snapshot);
+	for (;;)
+	{
+		struct pollfd p[3] = {
+			{STDIN_FILENO, POLLIN, 0}, {sig_fd(), POLLIN, 0}, {PQsocket(repl), POLLIN, 0},
+		};
+		int timeout = -1, n;
+
+		if (deadline)
+		{
+			uint64_t now = now_ms();
+
+			if (now >= deadline)
+				log_fatal(EXIT_RUNTIME, "held snapshot %s for the whole --hold-timeout: releasing it", snapshot);
+			timeout = (int) (deadline - now > 60000 ? 60000 : deadline - now);
+		}
+		n = poll(p, 3, timeout);
+		if (n < 0 && errno != EINTR)
+			log_fatal(EXIT_RUNTIME, "poll failed: %s", strerror(errno));
+		if (sig_stop_requested())
+		{
+			log_info("stop signal received: releasing snapshot %s", snapshot);
+			return EXIT_DONE;
+		}
+		if (n <= 0)
+			continue;
+		if (p[2].revents)
+		{
+			if (!PQconsumeInput(repl) || PQstatus(repl) != CONNECTION_OK)
+			{
+				struct pgerr err;
+
+				pgerr_set(&err, repl, NULL);
+				log_fatal(EXIT_RUNTIME, "lost the connection to the source while holding snapshot %s: %s",
+						  snapshot, err.msg);
+			}
+		}
+		if (p[0].revents & POLLNVAL)
+			return EXIT_DONE;
+		if (p[0].revents)
+		{
+			ssize_t r = read(STDIN_FILENO, junk, sizeof(junk));
+
+			if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+			{
+				log_info("stdin closed: releasing snapshot %s", snapshot);
+				return EXIT_DONE;
+			}
+		}
+	}
+}
+
+static int
+cmd_create(const struct opts *o)
+{
+	PGconn *conn = connect_source(o, false), *repl;
+	struct slotinfo s;
+	struct pgerr err;
+	char sql[256], l[LSN_BUFSZ];
+	PGresult *res;
+	lsn_t lsn;
+	const char *snapshot = NULL;
+	int rc = EXIT_DONE;
+
+	preflight(conn, true);
+	if (o->if_not_exists && read_slot(conn, o->slot, &s) == SLOT_FOUND)
+		return report_existing(o, conn, &s);
+
+	repl = connect_source(o, true);
+	/*
+	 * 15+ take the option list; 14 knows only the keywords, which 15-18
+	 * still accept but document as the old syntax.
+	 */
+	if (PQserverVersion(repl) >= 150000)
+		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT '%s')",
+				 o->slot, o->export_snapshot ? "export" : "nothing");
+	else
+		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput %s",
+				 o->slot, o->export_snapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
+	res = create_slot_query(repl, sql, o->slot);
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgerr_set(&err, repl, res);
+		PQclear(res);
+		if (strcmp(err.sqlstate, "42710") == 0 && o->if_not_exists &&
+			read_slot(conn, o->slot, &s) == SLOT_FOUND)
+			return report_existing(o, conn, &s);
+		snprintf(sql, sizeof(sql), "cannot create replication slot \"%s\"", o->slot);
+		fatal_pgerr(EXIT_RUNTIME, sql, &err);
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) < 4 || !lsn_parse(PQgetvalue(res, 0, 1), &lsn))
+		log_fatal(EXIT_RUNTIME, "unexpected reply creating replication slot \"%s\": got %d rows and %d fields, "
+				  "expected 1 row with an LSN and 4 fields", o->slot, PQntuples(res), PQnfields(res));
+	if (o->export_snapshot)
+	{
+		if (PQgetisnull(res, 0, 2) || PQgetvalue(res, 0, 2)[0] == '\0')
+			log_fatal(EXIT_RUNTIME, "the source created replication slot \"%s\" but exported no snapshot", o->slot);
+		snapshot = PQgetvalue(res, 0, 2);
+	}
+	PQfinish(conn);
+	log_info("created replication slot \"%s\" at %s%s%s", o->slot, lsn_format(lsn, l),
+			 snapshot ? " with snapshot " : "", snapshot ? snapshot : "");
+	if (print_created(o, o->slot, lsn, snapshot) && snapshot)
+	{
+		/* Readers of our stdout see EOF now, while the snapshot stays held. */
+		int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (devnull >= 0)
+		{
+			dup2(devnull, STDOUT_FILENO);
+			close(devnull);
+		}
+		rc = hold_snapshot(o, repl, snapshot);
+	}
+	PQclear(res);
+	PQfinish(repl);
+	return rc;
+}
+
+/* Wait up to wait_ms for the slot to be released; returns the last reading. */
+static enum slot_lookup
+wait_inactive(PGconn *conn, const char *slot, uint64_t wait_ms, struct slotinfo *s)
+{
+	uint64_t deadline = now_ms() + wait_ms;
+	enum slot_lookup st = read_slot(conn, slot, s);
+
+	while (st == SLOT_FOUND && s->active && now_ms() < deadline && !sig_stop_requested())
+	{
+		struct pollfd p = {sig_fd(), POLLIN, 0};
+
+		poll(&p, 1, 100);
+		st = read_slot(conn, slot, s);
+	}
+	return st;
+}
+
+static int
+cmd_drop(const struct opts *o)
+{
+	PGconn *conn = connect_source(o, false);
+	struct slotinfo s;
+	struct pgerr err;
+	const char *params[1] = {o->slot};
+	enum slot_lookup st;
+
+	preflight(conn, false);
+	st = wait_inactive(conn, o->slot, o->wait_ms, &s);
+	if (st == SLOT_FOUND && s.active)
+		log_fatal(EXIT_RUNTIME, "replication slot \"%s\" is active for PID %d: stop its consumer first",
+				  o->slot, s.active_pid);
+	if (st == SLOT_FOUND &&
+		!conn_command(conn, "SELECT pg_catalog.pg_drop_replication_slot($1)", 1, params, &err))
+	{
+		char what[128];
+
+		if (strcmp(err.sqlstate, "42704") != 0)
+		{
+			snprintf(what, sizeof(what), "cannot drop replication slot \"%s\"", o->slot);
+			fatal_pgerr(EXIT_RUNTIME, what, &err);
+		}
+		st = SLOT_MISSING;		/* dropped by someone else meanwhile */
+	}
+	PQfinish(conn);
+	if (st == SLOT_MISSING)
+	{
+		if (!o->if_exists)
+			log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" does not exist", o->slot);
+		log_info("replication slot \"%s\" does not exist: nothing to drop", o->slot);
+		return EXIT_DONE;
+	}
+	log_info("dropped replication slot \"%s\"", o->slot);
+	return EXIT_DONE;
+}
+
+static int
+cmd_show(const struct opts *o)
+{
+	PGconn *conn = connect_source(o, false);
+	struct slotinfo s;
+	struct buf b = BUF_INIT;
+	char why[128];
+
+	if (read_slot(conn, o->slot, &s) == SLOT_MISSING)
+		log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" does not exist", o->slot);
+	PQfinish(conn);
+	if (o->json)
+		slotinfo_format_json(&s, &b);
+	else
+		slotinfo_format_text(&s, &b);
+	emit_stdout(&b);
+	buf_free(&b);
+	if (slotinfo_invalidated(&s, why, sizeof(why)))
+		log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" is invalidated (%s): resync required",
+				  o->slot, why);
+	return EXIT_DONE;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = {0};
+
+	log_init(argv[0]);
+	parse_args(argc, argv, &o);
+	sig_setup();
+	switch (o.cmd)
+	{
+		case CMD_CREATE: return cmd_create(&o);
+		case CMD_DROP: return cmd_drop(&o);
+		case CMD_SHOW: return cmd_show(&o);
+		default: return EXIT_USAGE;
+	}
+}
