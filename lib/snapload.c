@@ -1,13 +1,473 @@
+/*
+ * Loading a snapshot section, the reader's side: the caller's thread reads
+ * the stream, checks the frames, and cuts each frame into chunks that go, in
+ * order, to one worker of lib/loadworker (the one with the least queued, so
+ * several workers load one large table).
+ *
+ * Memory: a worker's queue holds at most QUEUE_CHUNKS chunks of CHUNK_SIZE
+ * bytes (one default 8 MB frame, so the reader can go on to the next worker
+ * while this one loads), plus the chunk each worker is sending and the one
+ * the reader fills: about jobs x (QUEUE_CHUNKS + 1) chunks, whatever the
+ * frame or table size.
+ */
 #include "snapload.h"
+#include "buf.h"
+#include "catalog.h"
 #include "common.h"
+#include "conn.h"
+#include "escape.h"
+#include "loadworker.h"
 #include "log.h"
+#include "sig.h"
 
-/* Placeholder until the parallel loader lands: refuse rather than misapply. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The most columns a table has (MaxTupleAttributeNumber) plus the fields
+ * before them in a COPY line. */
+#define MAX_FIELDS (1664 + 8)
+
+struct reader {
+	struct loader *L;
+	struct input *in;
+	struct chunk *cur;			/* being filled, NULL outside a frame */
+	struct lworker *target;		/* the frame's worker */
+	struct ltable *t;			/* the frame's table */
+	uint64_t frame_rows, frame_bytes, frame_line;
+	struct field *f;
+	struct buf tmp;
+};
+
+static bool
+put_bytes(struct reader *R, const char *p, size_t n)
+{
+	while (n > 0)
+	{
+		size_t room = CHUNK_SIZE - R->cur->len, k;
+
+		if (room == 0)
+		{
+			loader_push(R->L, R->target, R->cur);
+			R->cur = loader_get_chunk(R->L);
+			R->cur->t = R->t;
+			R->cur->copy_line = R->frame_line;
+			continue;
+		}
+		k = n < room ? n : room;
+		memcpy(R->cur->data + R->cur->len, p, k);
+		R->cur->len += k;
+		p += k;
+		n -= k;
+	}
+	return true;
+}
+
+static uint64_t
+hash_key(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static char *
+unescape_name(struct reader *R, const struct field *f)
+{
+	bool is_null;
+
+	buf_reset(&R->tmp);
+	if (!copy_unescape(f->p, f->n, &R->tmp, &is_null) || is_null)
+		return NULL;
+	return xstrdup(buf_cstr(&R->tmp));
+}
+
+/* The table named by fields f[0], f[1] (schema, table); created on first use. */
+static int
+lookup_table(struct reader *R, const struct field *f, struct ltable **out)
+{
+	struct loader *L = R->L;
+	size_t keylen = (size_t) (f[1].p + f[1].n - f[0].p);
+	uint64_t h = hash_key(f[0].p, keylen) % NBUCKETS;
+	struct ltable *t;
+	struct pgerr err;
+
+	for (t = L->buckets[h]; t; t = t->next)
+		if (t->keylen == keylen && memcmp(t->key, f[0].p, keylen) == 0)
+		{
+			*out = t;
+			return EXIT_DONE;
+		}
+	t = xcalloc(1, sizeof(*t));
+	t->schema = unescape_name(R, &f[0]);
+	t->name = unescape_name(R, &f[1]);
+	if (t->schema == NULL || t->name == NULL)
+	{
+		free(t->schema);
+		free(t->name);
+		free(t);
+		loader_fail(L, EXIT_UNSUPPORTED, "%s:%llu: malformed schema or table name", L->input,
+			 (unsigned long long) input_lineno(R->in));
+		return EXIT_UNSUPPORTED;
+	}
+	t->key = xmalloc(keylen);
+	memcpy(t->key, f[0].p, keylen);
+	t->keylen = keylen;
+	t->next = L->buckets[h];
+	L->buckets[h] = t;
+	L->ntables++;
+	if (!loader_set_state(L->ctl, L, t, false, &err))
+	{
+		loader_fail_pg(L, t, input_lineno(R->in), &err);
+		return L->err_code;
+	}
+	*out = t;
+	return EXIT_DONE;
+}
+
+static int
+malformed(struct reader *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+malformed(struct reader *R, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	loader_fail(R->L, EXIT_UNSUPPORTED, "%s:%llu: %s", R->L->input,
+		 (unsigned long long) input_lineno(R->in), msg);
+	return EXIT_UNSUPPORTED;
+}
+
+/* Build "COPY schema.table (cols) FROM STDIN" from the frame's column fields. */
+static int
+build_copy_sql(struct reader *R, struct ltable *t, const struct field *cols, int ncols)
+{
+	struct buf sql = BUF_INIT;
+	char *q;
+
+	q = conn_quote_ident(R->L->ctl, t->schema);
+	buf_printf(&sql, "COPY %s.", q);
+	free(q);
+	q = conn_quote_ident(R->L->ctl, t->name);
+	buf_puts(&sql, q);
+	free(q);
+	for (int i = 0; i < ncols; i++)
+	{
+		char *name = unescape_name(R, &cols[i]);
+
+		if (name == NULL)
+		{
+			buf_free(&sql);
+			return malformed(R, "malformed column name in the frame of %s.%s", t->schema, t->name);
+		}
+		q = conn_quote_ident(R->L->ctl, name);
+		buf_printf(&sql, "%s%s", i ? ", " : " (", q);
+		free(q);
+		free(name);
+	}
+	buf_puts(&sql, ncols ? ") FROM STDIN" : " FROM STDIN");
+	t->copy_sql = buf_cstr(&sql);
+	return EXIT_DONE;
+}
+
+static int
+start_frame(struct reader *R, size_t nf)
+{
+	struct field *f = R->f;
+	uint64_t ncols;
+	struct ltable *t;
+	int rc;
+
+	if (nf < 4 || nf > MAX_FIELDS || !field_u64(&f[3], &ncols) || ncols != nf - 4)
+		return malformed(R, "malformed COPY record: expected schema, table, a column count and that many names");
+	if ((rc = lookup_table(R, &f[1], &t)) != EXIT_DONE)
+		return rc;
+	if (t->tabledone)
+		return malformed(R, "frame of %s.%s after its TABLEDONE", t->schema, t->name);
+	{
+		const char *cols = f[3].p;
+		size_t colslen = (size_t) (f[nf - 1].p + f[nf - 1].n - cols);
+
+		if (t->copy_sql == NULL)
+		{
+			t->cols = xmalloc(colslen + 1);
+			memcpy(t->cols, cols, colslen);
+			t->colslen = colslen;
+			t->ncols = (int) ncols;
+			if ((rc = build_copy_sql(R, t, &f[4], (int) ncols)) != EXIT_DONE)
+				return rc;
+		}
+		else if (colslen != t->colslen || memcmp(cols, t->cols, colslen) != 0)
+			return malformed(R, "frame of %s.%s names other columns than its first frame",
+							 t->schema, t->name);
+	}
+	R->t = t;
+	R->target = loader_pick(R->L);
+	R->frame_rows = R->frame_bytes = 0;
+	R->frame_line = input_lineno(R->in);
+	R->cur = loader_get_chunk(R->L);
+	R->cur->t = t;
+	R->cur->first = true;
+	R->cur->copy_line = R->frame_line;
+	pthread_mutex_lock(&R->L->mu);
+	t->dispatched++;
+	pthread_mutex_unlock(&R->L->mu);
+	return EXIT_DONE;
+}
+
+static int
+end_frame(struct reader *R, const char *line, size_t len)
+{
+	struct field f[3];
+	uint64_t n;
+	size_t nf = rec_split(line, len, f, 2);
+
+	if (nf != 2 || !field_u64(&f[1], &n))
+		return malformed(R, "malformed ENDCOPY record in the frame of %s.%s", R->t->schema, R->t->name);
+	if (n != R->frame_rows)
+		return malformed(R, "ENDCOPY of %s.%s counts %llu rows, the frame has %llu", R->t->schema,
+						 R->t->name, (unsigned long long) n, (unsigned long long) R->frame_rows);
+	R->cur->last = true;
+	R->cur->nrows = R->frame_rows;
+	R->cur->nbytes = R->frame_bytes;
+	R->t->rows += R->frame_rows;
+	R->t->bytes += R->frame_bytes;
+	loader_push(R->L, R->target, R->cur);
+	R->cur = NULL;
+	return EXIT_DONE;
+}
+
+static int
+table_done(struct reader *R, size_t nf)
+{
+	struct loader *L = R->L;
+	struct ltable *t;
+	uint64_t rows, bytes;
+	struct pgerr err;
+	bool claim;
+	int rc;
+
+	if (nf != 5 || !field_u64(&R->f[3], &rows) || !field_u64(&R->f[4], &bytes))
+		return malformed(R, "malformed TABLEDONE record: expected schema, table, rows and bytes");
+	if ((rc = lookup_table(R, &R->f[1], &t)) != EXIT_DONE)
+		return rc;
+	if (t->tabledone)
+		return malformed(R, "second TABLEDONE for %s.%s", t->schema, t->name);
+	if (rows != t->rows || bytes != t->bytes)
+		return malformed(R, "TABLEDONE of %s.%s counts %llu rows and %llu bytes, its frames had %llu and %llu",
+						 t->schema, t->name, (unsigned long long) rows, (unsigned long long) bytes,
+						 (unsigned long long) t->rows, (unsigned long long) t->bytes);
+	pthread_mutex_lock(&L->mu);
+	t->tabledone = true;
+	claim = t->committed == t->dispatched && !t->claimed;
+	if (claim)
+		t->claimed = true;
+	pthread_mutex_unlock(&L->mu);
+	L->total_rows += rows;
+	L->total_bytes += bytes;
+	if (claim)
+	{
+		if (!loader_set_state(L->ctl, L, t, true, &err))
+		{
+			loader_fail_pg(L, t, input_lineno(R->in), &err);
+			return L->err_code;
+		}
+		pthread_mutex_lock(&L->mu);
+		L->ndone++;
+		pthread_mutex_unlock(&L->mu);
+	}
+	return EXIT_DONE;
+}
+
+/* Read up to SNAPSHOTDONE. EXIT_DONE with *position, or an error code. */
+static int
+read_section(struct reader *R, lsn_t start, lsn_t *position)
+{
+	for (;;)
+	{
+		const char *line;
+		size_t len, nf;
+		enum input_status st = input_next(R->in, &line, &len, 1000);
+
+		if (st == IN_AGAIN || (st == IN_LINE && R->cur == NULL))
+		{
+			if (sig_fd() >= 0 && sig_stop_requested())
+			{
+				loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: interrupted inside the snapshot section: the copy is incomplete",
+					 R->L->input, (unsigned long long) input_lineno(R->in));
+				return EXIT_RUNTIME;
+			}
+			if (loader_failed(R->L))
+				return R->L->err_code;
+			if (st == IN_AGAIN)
+				continue;
+		}
+		if (st == IN_EOF || st == IN_TRUNCATED)
+		{
+			if (R->cur)
+				loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: truncated: the stream ends inside a frame of %s.%s",
+					 R->L->input, (unsigned long long) input_lineno(R->in), R->t->schema, R->t->name);
+			else
+				loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: truncated: the stream ends inside the snapshot section",
+					 R->L->input, (unsigned long long) input_lineno(R->in));
+			return EXIT_RUNTIME;
+		}
+		if (st == IN_TOOLONG)
+			return malformed(R, "line longer than the limit");
+		if (st != IN_LINE)
+		{
+			loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: cannot read the stream", R->L->input,
+				 (unsigned long long) input_lineno(R->in));
+			return EXIT_RUNTIME;
+		}
+		if (R->cur)
+		{
+			/* Inside a frame: a row goes on as COPY text, without "ROW"
+			 * (which stands alone only for a table of no columns). */
+			if (len >= 3 && memcmp(line, "ROW", 3) == 0 &&
+				(len == 3 ? R->t->ncols == 0 : line[3] == '\t' && R->t->ncols > 0))
+			{
+				size_t skip = len == 3 ? 3 : 4;
+
+				put_bytes(R, line + skip, len - skip);
+				put_bytes(R, "\n", 1);
+				R->frame_rows++;
+				R->frame_bytes += len - skip + 1;
+				continue;
+			}
+			if (len >= 8 && memcmp(line, "ENDCOPY\t", 8) == 0)
+			{
+				int rc = end_frame(R, line, len);
+
+				if (rc != EXIT_DONE)
+					return rc;
+				continue;
+			}
+			return malformed(R, "expected ROW or ENDCOPY in the frame of %s.%s", R->t->schema, R->t->name);
+		}
+		nf = rec_split(line, len, R->f, MAX_FIELDS);
+		if (field_eq(&R->f[0], REC_COPY))
+		{
+			int rc = start_frame(R, nf);
+
+			if (rc != EXIT_DONE)
+				return rc;
+		}
+		else if (field_eq(&R->f[0], REC_TABLEDONE))
+		{
+			int rc = table_done(R, nf);
+
+			if (rc != EXIT_DONE)
+				return rc;
+		}
+		else if (field_eq(&R->f[0], REC_SNAPSHOTDONE))
+		{
+			if (nf != 2 || !field_lsn(&R->f[1], position))
+				return malformed(R, "malformed SNAPSHOTDONE record: expected a position");
+			if (*position != start)
+				return malformed(R, "SNAPSHOTDONE position differs from its SNAPSHOT");
+			return EXIT_DONE;
+		}
+		else if (field_is_name(&R->f[0]))
+			return malformed(R, "unexpected %.*s record inside the snapshot section",
+							 (int) (R->f[0].n > 16 ? 16 : R->f[0].n), R->f[0].p);
+		else
+			return malformed(R, "malformed record inside the snapshot section");
+	}
+}
+
+static void
+free_tables(struct loader *L)
+{
+	for (int i = 0; i < NBUCKETS; i++)
+		for (struct ltable *t = L->buckets[i], *n; t; t = n)
+		{
+			n = t->next;
+			free(t->key);
+			free(t->schema);
+			free(t->name);
+			free(t->cols);
+			free(t->copy_sql);
+			free(t);
+		}
+}
+
 int
 snapload_section(struct input *in, const struct field *f, size_t nf,
 				 const struct snapload_opts *opts, lsn_t *position)
 {
-	log_error("%s:%llu: snapshot sections are not supported by this build",
-			  input_name(in), (unsigned long long) input_lineno(in));
-	return EXIT_UNSUPPORTED;
+	struct loader L;
+	struct reader R;
+	struct pgerr err;
+	uint64_t ntables, t0 = now_ms();
+	lsn_t start;
+	int rc;
+
+	if (nf != 4 || !field_lsn(&f[1], &start) || !field_u64(&f[3], &ntables) ||
+		!copy_field_valid(f[2].p, f[2].n))
+	{
+		log_error("%s:%llu: malformed SNAPSHOT record: expected a position, a snapshot name and a table count",
+				  input_name(in), (unsigned long long) input_lineno(in));
+		return EXIT_UNSUPPORTED;
+	}
+	loader_init(&L, opts, input_name(in));
+
+	L.ctl = conn_open(opts->conninfo, false, &err);
+	if (L.ctl == NULL)
+	{
+		char shown[512];
+
+		conn_display(opts->conninfo, shown, sizeof(shown));
+		log_error("cannot connect to the target (%s): %s", shown, err.msg);
+		free_tables(&L);
+		loader_free(&L);
+		return EXIT_RUNTIME;
+	}
+	if (!conn_reset_timeouts(L.ctl, &err) || !catalog_ensure(L.ctl, &err) ||
+		!conn_command(L.ctl, "SET synchronous_commit = off; SET client_encoding = 'UTF8'", 0, NULL, &err))
+	{
+		log_error("cannot prepare the target for the snapshot: %s%s%s%s", err.msg,
+				  err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");
+		PQfinish(L.ctl);
+		free_tables(&L);
+		loader_free(&L);
+		return loader_exit_code(&err);
+	}
+
+	memset(&R, 0, sizeof(R));
+	R.L = &L;
+	R.in = in;
+	R.f = xcalloc(MAX_FIELDS + 1, sizeof(*R.f));
+	rc = loader_start(&L);
+	if (rc == EXIT_DONE)
+		rc = read_section(&R, start, position);
+	loader_stop(&L, R.cur, R.target);
+	R.cur = NULL;
+	if (rc == EXIT_DONE && L.failed)
+		rc = L.err_code;
+	if (rc == EXIT_DONE && (L.ndone != L.ntables || (uint64_t) L.ntables != ntables))
+	{
+		log_error("%s:%llu: snapshot section incomplete: %d of %llu tables done", L.input,
+				  (unsigned long long) input_lineno(in), L.ndone, (unsigned long long) ntables);
+		rc = EXIT_UNSUPPORTED;
+	}
+	else if (rc != EXIT_DONE)
+		log_error("%s", L.err_msg[0] ? L.err_msg : "snapshot load failed");
+	else
+		log_info("snapshot loaded: %d tables, %llu rows, %llu bytes in %.1f s with %d connections",
+				 L.ntables, (unsigned long long) L.total_rows, (unsigned long long) L.total_bytes,
+				 (double) (now_ms() - t0) / 1000.0, L.nw);
+	PQfinish(L.ctl);
+	buf_free(&R.tmp);
+	free(R.f);
+	free_tables(&L);
+	loader_free(&L);
+	return rc;
 }

@@ -1,0 +1,630 @@
+/*
+ * pg-snapshot-dump: the initial copy. Writes the tables of a publication (or
+ * the --table arguments) as a snapshot section of the change stream, read
+ * at one exported snapshot by several workers, large tables split into key
+ * or block ranges. The snapshot is all-or-nothing: on any error, timeout or
+ * signal the stream ends without SNAPSHOTDONE and the exit status is 1.
+ */
+#include "common.h"
+#include "conn.h"
+#include "log.h"
+#include "lsn.h"
+#include "out.h"
+#include "record.h"
+#include "sig.h"
+#include "slotinfo.h"
+#include "snapplan.h"
+#include "snapworker.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char synopsis[] =
+	"usage: pg-snapshot-dump -d SOURCE (--snapshot NAME --position LSN [--slot NAME] | --own-snapshot)\n"
+	"                        (--publication NAME | --table SCHEMA.TABLE...) [--jobs N]\n"
+	"                        [--split-rows N] [--frame-size SIZE] [--timeout DURATION]\n"
+	"                        [--progress-file FILE] [-z|--zstd[=LEVEL]] [--json] [-q]\n"
+	"                        [--log-level LEVEL]\n";
+
+static const char options_help[] =
+	"\n"
+	"Copy tables at an exported snapshot as a pgsync change stream on stdout.\n"
+	"\n"
+	"Options:\n"
+	"  -d, --dbname=CONNINFO       source connection string or URL (the role needs REPLICATION)\n"
+	"      --snapshot=NAME         import this exported snapshot (pg-slot create --export-snapshot)\n"
+	"      --position=LSN          the snapshot's consistent point (required with --snapshot)\n"
+	"      --slot=NAME             the slot the snapshot belongs to, for the header (default -)\n"
+	"      --own-snapshot          export a snapshot and hold it while copying; its position is\n"
+	"                              approximate (read right after the export), the slot is -\n"
+	"  -P, --publication=NAME      copy the tables and columns this publication publishes\n"
+	"  -t, --table=SCHEMA.TABLE    copy this table (repeatable); partitions under the root's name\n"
+	"  -j, --jobs=N                parallel source connections (default 4)\n"
+	"      --split-rows=N          split tables estimated above N rows into ranges (default 1000000)\n"
+	"      --frame-size=SIZE       largest frame (default 8MB); memory is about (jobs + 1) x SIZE\n"
+	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
+	"      --progress-file=FILE    rewrite FILE with JSON progress every second\n"
+	"  -z, --zstd[=LEVEL]          compress the output with zstd (default level 3; 1-19)\n"
+	"      --json                  JSON log lines on stderr\n"
+	"  -q, --quiet                 log warnings and errors only\n"
+	"      --log-level=LEVEL       debug, info, warn or error (default info)\n"
+	"  -h, --help                  show this help and exit\n"
+	"  -V, --version               show the version and exit\n"
+	"\n"
+	"Exit status: 0 copied, 1 runtime error, timeout or signal (the copy is incomplete),\n"
+	"2 usage, 3 publication or table missing on the source, or role not allowed.\n";
+
+struct opts {
+	const char *conninfo;
+	const char *snapshot;
+	const char *slot;
+	bool have_position;
+	lsn_t position;
+	bool own_snapshot;
+	const char *publication;
+	char **tables;
+	int ntables;
+	long jobs;
+	uint64_t split_rows;
+	uint64_t frame_size;
+	uint64_t timeout_ms;
+	const char *timeout_arg;
+	const char *progress_file;
+	long zstd_level;
+	bool json;
+};
+
+static void
+usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+usage_error(const char *fmt, ...)
+{
+	if (fmt)
+	{
+		char msg[512];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		log_error("%s", msg);
+	}
+	fputs(synopsis, stderr);
+	exit(EXIT_USAGE);
+}
+
+static void
+parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_FRAME,
+		   OPT_TIMEOUT, OPT_PROGRESS, OPT_JSON, OPT_LOG_LEVEL };
+	static const struct option longopts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
+		{"position", required_argument, NULL, OPT_POSITION},
+		{"slot", required_argument, NULL, OPT_SLOT},
+		{"own-snapshot", no_argument, NULL, OPT_OWN},
+		{"publication", required_argument, NULL, 'P'},
+		{"table", required_argument, NULL, 't'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"split-rows", required_argument, NULL, OPT_SPLIT},
+		{"frame-size", required_argument, NULL, OPT_FRAME},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"progress-file", required_argument, NULL, OPT_PROGRESS},
+		{"zstd", optional_argument, NULL, 'z'},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"quiet", no_argument, NULL, 'q'},
+		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	enum log_level level;
+	int c;
+
+	o->jobs = 4;
+	o->split_rows = 1000000;
+	o->frame_size = 8 * 1024 * 1024;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:P:t:j:z::qhV", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd': o->conninfo = optarg; break;
+			case OPT_SNAPSHOT:
+				if (optarg[0] == '\0')
+					usage_error("--snapshot needs a snapshot name");
+				o->snapshot = optarg;
+				break;
+			case OPT_POSITION:
+				if (!lsn_parse(optarg, &o->position))
+					usage_error("invalid --position \"%s\": expected an LSN like 0/16B3748", optarg);
+				o->have_position = true;
+				break;
+			case OPT_SLOT:
+				if (!slot_name_valid(optarg))
+					usage_error("invalid slot name \"%s\": use 1 to %d lower-case letters, digits and underscores",
+								optarg, SLOT_NAME_MAX);
+				o->slot = optarg;
+				break;
+			case OPT_OWN: o->own_snapshot = true; break;
+			case 'P': o->publication = optarg; break;
+			case 't':
+				/* A first sanity check; the server parses the identifiers. */
+				if (strchr(optarg, '.') == NULL)
+					usage_error("invalid --table \"%s\": expected SCHEMA.TABLE", optarg);
+				o->tables = xrealloc(o->tables, sizeof(char *) * (size_t) (o->ntables + 1));
+				o->tables[o->ntables++] = optarg;
+				break;
+			case 'j':
+				if (!parse_int(optarg, 1, 256, &o->jobs))
+					usage_error("invalid --jobs \"%s\": expected a number from 1 to 256", optarg);
+				break;
+			case OPT_SPLIT:
+				if (!parse_u64(optarg, &o->split_rows) || o->split_rows == 0)
+					usage_error("invalid --split-rows \"%s\": expected a positive number of rows", optarg);
+				break;
+			case OPT_FRAME:
+				if (!parse_size(optarg, &o->frame_size) || o->frame_size < 4096 ||
+					o->frame_size > 1024ULL * 1024 * 1024)
+					usage_error("invalid --frame-size \"%s\": expected a size from 4kB to 1GB", optarg);
+				break;
+			case OPT_TIMEOUT:
+				if (!parse_duration_ms(optarg, &o->timeout_ms))
+					usage_error("invalid --timeout \"%s\": expected a duration (30s, 10min, 6h)", optarg);
+				o->timeout_arg = optarg;
+				break;
+			case OPT_PROGRESS: o->progress_file = optarg; break;
+			case 'z':
+				o->zstd_level = 3;
+				if (optarg && !parse_int(optarg, 1, 19, &o->zstd_level))
+					usage_error("invalid --zstd level \"%s\": expected 1 to 19", optarg);
+				break;
+			case OPT_JSON: o->json = true; break;
+			case 'q': log_set_level(LOG_WARN); break;
+			case OPT_LOG_LEVEL:
+				if (!log_parse_level(optarg, &level))
+					usage_error("invalid --log-level \"%s\": expected debug, info, warn or error", optarg);
+				log_set_level(level);
+				break;
+			case 'h':
+				fputs(synopsis, stdout);
+				fputs(options_help, stdout);
+				exit(EXIT_DONE);
+			case 'V':
+				printf("pg-snapshot-dump (pgsync) %s\n", PGSYNC_VERSION);
+				exit(EXIT_DONE);
+			case ':':
+				usage_error("option %s needs a value", argv[optind - 1]);
+			default:
+				if (optopt)
+					usage_error("unknown option -%c", optopt);
+				usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument \"%s\"", argv[optind]);
+	if ((o->snapshot != NULL) == o->own_snapshot)
+		usage_error("give exactly one of --snapshot NAME and --own-snapshot");
+	if (o->snapshot && !o->have_position)
+		usage_error("--snapshot needs --position LSN: the consistent point printed with the snapshot");
+	if (o->own_snapshot && (o->have_position || o->slot))
+		usage_error("--position and --slot describe an imported snapshot: not with --own-snapshot");
+	if ((o->publication != NULL) == (o->ntables > 0))
+		usage_error("give exactly one of --publication NAME and --table SCHEMA.TABLE");
+	if (o->json)
+		log_set_json(true);
+}
+
+static void
+pg_fatal(int code, const char *what, const struct pgerr *err)
+{
+	if (err->sqlstate[0])
+		log_fatal(code, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
+	log_fatal(code, "%s: %s", what, err->msg);
+}
+
+static PGconn *
+connect_source(const struct opts *o, bool replication)
+{
+	struct pgerr err;
+	char shown[512];
+	PGconn *conn = conn_open(o->conninfo, replication, &err);
+
+	if (conn == NULL)
+	{
+		int rc = slot_connect_failure(&err, o->conninfo);
+
+		conn_display(o->conninfo, shown, sizeof(shown));
+		log_fatal(rc, "cannot connect to the source (%s): %s", shown, err.msg);
+	}
+	return conn;
+}
+
+/*
+ * Open the session the plan is made in, inside the snapshot: either export
+ * one (held until the end) or import the given one.
+ */
+static PGconn *
+open_snapshot(struct opts *o, char **snapshot_name)
+{
+	PGconn *conn = connect_source(o, false);
+	struct pgerr err;
+	PGresult *res;
+
+	/* The workers' settings: key boundaries are printed here, parsed there. */
+	if (!conn_reset_timeouts(conn, &err) ||
+		!conn_command(conn, SNAP_SESSION_SETTINGS, 0, NULL, &err) ||
+		!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
+		pg_fatal(EXIT_RUNTIME, "cannot start the snapshot transaction", &err);
+	if (o->own_snapshot)
+	{
+		res = conn_query(conn, "SELECT pg_catalog.pg_export_snapshot()", 0, NULL, 1, &err);
+		if (res == NULL)
+			pg_fatal(EXIT_RUNTIME, "cannot export a snapshot", &err);
+		*snapshot_name = xstrdup(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		/* Read after the export: approximate, see doc/snapshot.md. */
+		res = conn_query(conn, "SELECT pg_catalog.pg_current_wal_lsn()", 0, NULL, 1, &err);
+		if (res == NULL)
+			pg_fatal(EXIT_RUNTIME, "cannot read the current WAL position", &err);
+		if (!lsn_parse(PQgetvalue(res, 0, 0), &o->position))
+			log_fatal(EXIT_RUNTIME, "cannot read the current WAL position: unexpected value");
+		PQclear(res);
+	}
+	else
+	{
+		char *lit = PQescapeLiteral(conn, o->snapshot, strlen(o->snapshot));
+		struct buf sql = BUF_INIT;
+
+		buf_printf(&sql, "SET TRANSACTION SNAPSHOT %s", lit ? lit : "''");
+		PQfreemem(lit);
+		if (!conn_command(conn, buf_cstr(&sql), 0, NULL, &err))
+		{
+			char what[400];
+
+			snprintf(what, sizeof(what), "cannot import snapshot \"%s\"", o->snapshot);
+			log_fatal(EXIT_RUNTIME, "%s: %s%s%s%s: the session that exported it (pg-slot create --export-snapshot) must stay open until the copy has started",
+					  what, err.msg, err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate,
+					  err.sqlstate[0] ? ")" : "");
+		}
+		buf_free(&sql);
+		*snapshot_name = xstrdup(o->snapshot);
+	}
+	return conn;
+}
+
+/* "12.3 MB" */
+static const char *
+human_bytes(uint64_t b, char *out, size_t len)
+{
+	static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+	double v = (double) b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4)
+	{
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return out;
+}
+
+struct progress {
+	const struct opts *o;
+	const struct snap_plan *plan;
+	struct snap_tstat *st;
+	bool *logged;
+	const char *snapshot;
+	uint64_t start_ms;
+	bool tty;
+	bool tty_line;				/* a progress line is on the terminal now */
+	uint64_t last_tty_ms;
+	uint64_t last_file_ms;
+};
+
+static void
+clear_tty(struct progress *p)
+{
+	if (p->tty_line)
+	{
+		fputs("\r\033[K", stderr);
+		p->tty_line = false;
+	}
+}
+
+static void
+log_tables_done(struct progress *p)
+{
+	for (int i = 0; i < p->plan->ntables; i++)
+	{
+		const struct snap_table *t = &p->plan->tables[i];
+		const struct snap_tstat *s = &p->st[i];
+		char bytes[32], est[48] = "";
+
+		if (!s->done || p->logged[i])
+			continue;
+		p->logged[i] = true;
+		if (!log_enabled(LOG_INFO))
+			continue;
+		clear_tty(p);
+		if (t->rows_estimate >= 0)
+			snprintf(est, sizeof(est), " (estimated %.0f)", t->rows_estimate);
+		log_info("copied %s.%s: %llu rows%s, %s in %.1f s", t->schema, t->name,
+				 (unsigned long long) s->rows, est, human_bytes(s->bytes, bytes, sizeof(bytes)),
+				 (double) (s->finished_ms - s->started_ms) / 1000.0);
+	}
+}
+
+static void
+totals(const struct progress *p, uint64_t *rows, uint64_t *bytes, double *estimate, int *done)
+{
+	*rows = *bytes = 0;
+	*estimate = 0;
+	*done = 0;
+	for (int i = 0; i < p->plan->ntables; i++)
+	{
+		*rows += p->st[i].rows;
+		*bytes += p->st[i].bytes;
+		*done += p->st[i].done;
+		if (*estimate >= 0 && p->plan->tables[i].rows_estimate >= 0)
+			*estimate += p->plan->tables[i].rows_estimate;
+		else
+			*estimate = -1;
+	}
+}
+
+static void
+show_tty(struct progress *p)
+{
+	uint64_t rows, bytes, elapsed = now_ms() - p->start_ms;
+	double estimate;
+	int done;
+	char b[32], rate[32], pct[16] = "";
+
+	totals(p, &rows, &bytes, &estimate, &done);
+	if (estimate > 0)
+		snprintf(pct, sizeof(pct), " (%.0f%%)", rows >= estimate ? 100.0 : 100.0 * (double) rows / estimate);
+	human_bytes(elapsed ? bytes * 1000 / elapsed : 0, rate, sizeof(rate));
+	fprintf(stderr, "\r%s: %d/%d tables, %llu rows%s, %s, %s/s\033[K", log_progname(), done,
+			p->plan->ntables, (unsigned long long) rows, pct,
+			human_bytes(bytes, b, sizeof(b)), rate);
+	fflush(stderr);
+	p->tty_line = true;
+}
+
+static void
+json_num_or_null(struct buf *b, double v)
+{
+	if (v >= 0)
+		buf_printf(b, "%.0f", v);
+	else
+		buf_puts(b, "null");
+}
+
+/* The JSON progress file, replaced atomically (write, rename). */
+static void
+write_progress_file(struct progress *p, const char *state)
+{
+	struct buf b = BUF_INIT, tmp = BUF_INIT;
+	uint64_t rows, bytes;
+	double estimate;
+	int done;
+	char lsn[LSN_BUFSZ];
+	FILE *f;
+
+	totals(p, &rows, &bytes, &estimate, &done);
+	buf_puts(&b, "{\"state\":");
+	json_string(&b, state);
+	buf_puts(&b, ",\"snapshot\":");
+	json_string(&b, p->snapshot);
+	buf_printf(&b, ",\"position\":\"%s\",\"elapsed_ms\":%llu,\"tables_total\":%d,\"tables_done\":%d,"
+			   "\"rows_copied\":%llu,\"bytes_copied\":%llu,\"rows_estimate\":",
+			   lsn_format(p->o->position, lsn), (unsigned long long) (now_ms() - p->start_ms),
+			   p->plan->ntables, done, (unsigned long long) rows, (unsigned long long) bytes);
+	json_num_or_null(&b, estimate);
+	buf_puts(&b, ",\"tables\":[");
+	for (int i = 0; i < p->plan->ntables; i++)
+	{
+		const struct snap_table *t = &p->plan->tables[i];
+		const struct snap_tstat *s = &p->st[i];
+
+		buf_puts(&b, i ? ",{\"schema\":" : "{\"schema\":");
+		json_string(&b, t->schema);
+		buf_puts(&b, ",\"table\":");
+		json_string(&b, t->name);
+		buf_printf(&b, ",\"state\":\"%s\",\"parts\":%d,\"parts_done\":%d,\"rows_copied\":%llu,"
+				   "\"bytes_copied\":%llu,\"rows_estimate\":",
+				   s->done ? "done" : s->started ? "copying" : "pending", t->nparts, s->parts_done,
+				   (unsigned long long) s->rows, (unsigned long long) s->bytes);
+		json_num_or_null(&b, t->rows_estimate);
+		buf_putc(&b, '}');
+	}
+	buf_puts(&b, "]}\n");
+	buf_printf(&tmp, "%s.tmp", p->o->progress_file);
+	f = fopen(tmp.data, "w");
+	if (f == NULL || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0 ||
+		rename(tmp.data, p->o->progress_file) != 0)
+		log_warn("cannot write progress file %s: %s", p->o->progress_file, strerror(errno));
+	buf_free(&b);
+	buf_free(&tmp);
+}
+
+static const char *
+signal_name(int sig)
+{
+	switch (sig)
+	{
+		case SIGINT: return "SIGINT";
+		case SIGTERM: return "SIGTERM";
+		case SIGHUP: return "SIGHUP";
+		default: return "a signal";
+	}
+}
+
+/* Supervise the run: progress, timeout, signals. Returns the exit code. */
+static int
+supervise(struct snaprun *run, struct progress *p)
+{
+	for (;;)
+	{
+		enum snaprun_state state;
+		uint64_t now = now_ms();
+
+		/* Progress first: the display starts at 0, however short the copy. */
+		if (p->tty && now - p->last_tty_ms >= 500)
+		{
+			show_tty(p);
+			p->last_tty_ms = now;
+		}
+		if (p->o->progress_file && now - p->last_file_ms >= 1000)
+		{
+			write_progress_file(p, "copying");
+			p->last_file_ms = now;
+		}
+		state = snaprun_wait(run, 200);
+		snaprun_stats(run, p->st);
+		log_tables_done(p);
+		if (state == SNAPRUN_DONE)
+			return EXIT_DONE;
+		if (state == SNAPRUN_FAILED)
+			return EXIT_RUNTIME;
+		if (sig_stop_requested())
+			snaprun_fail(run, EXIT_RUNTIME, "interrupted by %s: the copy is incomplete",
+						 signal_name(sig_which()));
+		else if (p->o->timeout_ms && now_ms() - p->start_ms >= p->o->timeout_ms)
+			snaprun_fail(run, EXIT_RUNTIME, "the copy did not finish within --timeout %s: stopped, because "
+						 "its snapshot keeps vacuum on the source from removing old rows",
+						 p->o->timeout_arg);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o;
+	struct snapplan_opts po;
+	struct snaprun_opts ro;
+	struct snap_plan plan;
+	struct sysident sys;
+	struct pgerr err;
+	struct progress prog;
+	struct buf head = BUF_INIT;
+	struct snaprun *run;
+	struct out *out;
+	PGconn *conn;
+	char *snapshot_name = NULL;
+	int rc, version;
+
+	log_init(argv[0]);
+	memset(&o, 0, sizeof(o));
+	parse_args(argc, argv, &o);
+	if (!out_tty_ok(STDOUT_FILENO, (int) o.zstd_level))
+		usage_error("refusing to write compressed output to a terminal");
+	sig_setup();
+
+	/* The header's identity comes from the replication protocol. */
+	conn = connect_source(&o, true);
+	if (!conn_identify_system(conn, &sys, &err))
+		pg_fatal(EXIT_RUNTIME, "cannot identify the source system", &err);
+	PQfinish(conn);
+
+	conn = open_snapshot(&o, &snapshot_name);
+	version = PQserverVersion(conn);
+	memset(&po, 0, sizeof(po));
+	po.publication = o.publication;
+	po.tables = o.tables;
+	po.ntables = o.ntables;
+	po.split_rows = o.split_rows;
+	po.jobs = (int) o.jobs;
+	if ((rc = snapplan_build(conn, &po, &plan)) != EXIT_DONE)
+		exit(rc);
+	/* An imported snapshot needs no planning session any more; an own one
+	 * lives exactly as long as this session's transaction. */
+	if (!o.own_snapshot)
+	{
+		PQfinish(conn);
+		conn = NULL;
+	}
+	log_info("copying %d tables in %d parts with %ld workers at %s", plan.ntables, plan.nparts,
+			 o.jobs < plan.nparts ? o.jobs : plan.nparts, snapshot_name);
+	for (int i = 0; i < plan.nparts && log_enabled(LOG_DEBUG); i++)
+		log_debug("part %d of %s.%s: %s", plan.parts[i].index, plan.tables[plan.parts[i].table].schema,
+				  plan.tables[plan.parts[i].table].name, plan.parts[i].sql);
+
+	out = out_open(STDOUT_FILENO, (int) o.zstd_level);
+	rec_header(&head, sys.sysid, sys.timeline, o.slot, o.position,
+			   "pg-snapshot-dump/" PGSYNC_VERSION, version);
+	rec_start(&head, REC_SNAPSHOT);
+	rec_lsn(&head, o.position);
+	rec_valuez(&head, snapshot_name);
+	rec_u64(&head, (uint64_t) plan.ntables);
+	rec_finish(&head);
+	if (out_write(out, head.data, head.len) != OUT_OK)
+		log_fatal(EXIT_RUNTIME, "cannot write the output stream");
+	buf_free(&head);
+
+	memset(&ro, 0, sizeof(ro));
+	ro.conninfo = o.conninfo;
+	ro.snapshot = snapshot_name;
+	ro.position = o.position;
+	ro.jobs = (int) o.jobs;
+	ro.frame_size = (size_t) o.frame_size;
+
+	memset(&prog, 0, sizeof(prog));
+	prog.o = &o;
+	prog.plan = &plan;
+	prog.st = xcalloc((size_t) plan.ntables + 1, sizeof(*prog.st));
+	prog.logged = xcalloc((size_t) plan.ntables + 1, sizeof(bool));
+	prog.snapshot = snapshot_name;
+	prog.start_ms = now_ms();
+	prog.tty = isatty(STDERR_FILENO) && !o.json && log_enabled(LOG_INFO);
+
+	run = snaprun_start(&plan, &ro, out);
+	rc = supervise(run, &prog);
+	clear_tty(&prog);
+	if (rc != EXIT_DONE)
+	{
+		const char *msg;
+
+		snaprun_cancel(run, 3000);
+		rc = snaprun_error(run, &msg);
+		if (o.progress_file)
+			write_progress_file(&prog, "failed");
+		log_error("%s", msg);
+		/* Threads may still be blocked on the output or the network: the
+		 * process ends here, and the source sessions with it. */
+		fflush(stderr);
+		_exit(rc);
+	}
+	snaprun_finish(run);
+	if (out_close(out, false) != OUT_OK)
+		log_fatal(EXIT_RUNTIME, "cannot write the output stream");
+	if (o.progress_file)
+		write_progress_file(&prog, "done");
+	{
+		uint64_t rows, bytes, ms = now_ms() - prog.start_ms;
+		double estimate;
+		int done;
+		char b[32];
+
+		totals(&prog, &rows, &bytes, &estimate, &done);
+		log_info("snapshot copied: %d tables, %llu rows, %s in %.1f s", done,
+				 (unsigned long long) rows, human_bytes(bytes, b, sizeof(b)), (double) ms / 1000.0);
+	}
+	if (conn)
+		PQfinish(conn);
+	snapplan_free(&plan);
+	free(prog.st);
+	free(prog.logged);
+	free(snapshot_name);
+	free(o.tables);
+	return EXIT_DONE;
+}

@@ -1,0 +1,521 @@
+/*
+ * The target side of loading a snapshot section: a pool of worker threads,
+ * each with its own target connection, loading whole frames (one transaction
+ * each) from a bounded queue of chunks, and the pgsync.table_sync rows.
+ *
+ * A table is marked done when its TABLEDONE was read and every one of its
+ * frames committed: whichever of the reader (at TABLEDONE) and the worker
+ * (after the last commit) sees both first claims it, under the lock.
+ * Loader sessions commit with synchronous_commit off: the caller's own
+ * synchronous commit of the position comes after them in the WAL, so it
+ * makes them durable before anything depends on them.
+ */
+#include "loadworker.h"
+#include "common.h"
+#include "log.h"
+#include "sig.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void
+fail_locked(struct loader *L, int code, const char *fmt, va_list ap)
+{
+	if (!L->failed)
+	{
+		vsnprintf(L->err_msg, sizeof(L->err_msg), fmt, ap);
+		L->err_code = code;
+		L->failed = true;
+	}
+	pthread_cond_broadcast(&L->cv_space);
+	pthread_cond_broadcast(&L->cv_work);
+}
+
+void
+loader_fail(struct loader *L, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&L->mu);
+	va_start(ap, fmt);
+	fail_locked(L, code, fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&L->mu);
+}
+
+static void
+interrupted_locked(struct loader *L)
+{
+	if (!L->failed)
+	{
+		snprintf(L->err_msg, sizeof(L->err_msg), "%s: interrupted inside the snapshot section: the copy is incomplete",
+				 L->input);
+		L->err_code = EXIT_RUNTIME;
+		L->failed = true;
+	}
+	pthread_cond_broadcast(&L->cv_space);
+	pthread_cond_broadcast(&L->cv_work);
+}
+
+/* Lost connections and server trouble may pass; bad data or schema will not. */
+int
+loader_exit_code(const struct pgerr *err)
+{
+	const char *s = err->sqlstate;
+
+	if (s[0] == '\0' || err->retryable)
+		return EXIT_RUNTIME;
+	if (strncmp(s, "53", 2) == 0 || strncmp(s, "57", 2) == 0 || strncmp(s, "58", 2) == 0 ||
+		strncmp(s, "XX", 2) == 0)
+		return EXIT_RUNTIME;
+	if (strcmp(s, "42501") == 0)
+		return EXIT_PREFLIGHT;
+	return EXIT_UNSUPPORTED;
+}
+
+/* Data exceptions quote the offending value: keep row values out of logs. */
+static void
+redact_values(struct pgerr *err)
+{
+	char *p;
+
+	if (strncmp(err->sqlstate, "22", 2) != 0 || strcmp(err->sqlstate, "22P04") == 0)
+		return;
+	if ((p = strstr(err->msg, ": \"")) != NULL)
+		*p = '\0';
+	if ((p = strstr(err->msg, "value \"")) != NULL)
+	{
+		char *end = strchr(p + 7, '"');
+
+		if (end)
+			memmove(p + 5, end + 1, strlen(end + 1) + 1);
+	}
+}
+
+/* The row of a COPY error ("COPY t, line 3, column ..."), 0 when none. */
+static uint64_t
+copy_error_row(const PGresult *res)
+{
+	const char *ctx = res ? PQresultErrorField(res, PG_DIAG_CONTEXT) : NULL;
+	const char *l = ctx ? strstr(ctx, ", line ") : NULL;
+
+	return l ? strtoull(l + 7, NULL, 10) : 0;
+}
+
+void
+loader_fail_pg(struct loader *L, const struct ltable *t, uint64_t line, struct pgerr *err)
+{
+	int code = loader_exit_code(err);
+
+	redact_values(err);
+	if (err->sqlstate[0])
+		loader_fail(L, code, "%s:%llu: cannot load %s.%s: %s (SQLSTATE %s)", L->input,
+			 (unsigned long long) line, t->schema, t->name, err->msg, err->sqlstate);
+	else
+		loader_fail(L, code, "%s:%llu: cannot load %s.%s: %s", L->input, (unsigned long long) line,
+			 t->schema, t->name, err->msg);
+}
+
+bool
+loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, bool done,
+		  struct pgerr *err)
+{
+	const char *params[3] = {L->o->job, t->schema, t->name};
+
+	if (done)
+		return conn_command(conn, "UPDATE pgsync.table_sync SET state = 'done', finished_at = now()"
+							" WHERE job = $1 AND schema_name = $2 AND table_name = $3",
+							3, params, err);
+	return conn_command(conn, "INSERT INTO pgsync.table_sync AS s (job, schema_name, table_name,"
+						" state, rows_copied, bytes_copied, started_at, finished_at)"
+						" VALUES ($1, $2, $3, 'copying', 0, 0, now(), NULL)"
+						" ON CONFLICT (job, schema_name, table_name) DO UPDATE SET state = 'copying',"
+						" rows_copied = 0, bytes_copied = 0, started_at = now(), finished_at = NULL",
+						3, params, err);
+}
+
+/* One frame is in: commit it with its counters. */
+static bool
+commit_frame(struct lworker *w, struct chunk *c, struct pgerr *err, PGresult **failed_res)
+{
+	struct loader *L = w->L;
+	PGresult *res;
+	char rows[24], bytes[24];
+	const char *params[5] = {L->o->job, c->t->schema, c->t->name, rows, bytes};
+	bool claim;
+
+	if (PQputCopyEnd(w->conn, NULL) != 1)
+	{
+		pgerr_set(err, w->conn, NULL);
+		return false;
+	}
+	res = PQgetResult(w->conn);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		pgerr_set(err, w->conn, res);
+		*failed_res = res;
+		return false;
+	}
+	PQclear(res);
+	while ((res = PQgetResult(w->conn)) != NULL)
+		PQclear(res);
+	snprintf(rows, sizeof(rows), "%llu", (unsigned long long) c->nrows);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) c->nbytes);
+	if (!conn_command(w->conn, "UPDATE pgsync.table_sync SET rows_copied = rows_copied + $4,"
+					  " bytes_copied = bytes_copied + $5"
+					  " WHERE job = $1 AND schema_name = $2 AND table_name = $3",
+					  5, params, err) ||
+		!conn_command(w->conn, "COMMIT", 0, NULL, err))
+		return false;
+	pthread_mutex_lock(&L->mu);
+	c->t->committed++;
+	claim = c->t->tabledone && c->t->committed == c->t->dispatched && !c->t->claimed;
+	if (claim)
+		c->t->claimed = true;
+	pthread_mutex_unlock(&L->mu);
+	if (claim)
+	{
+		if (!loader_set_state(w->conn, L, c->t, true, err))
+			return false;
+		pthread_mutex_lock(&L->mu);
+		L->ndone++;
+		pthread_mutex_unlock(&L->mu);
+	}
+	return true;
+}
+
+/* Handle one chunk; false with err filled when the frame failed. */
+static bool
+load_chunk(struct lworker *w, struct chunk *c, struct pgerr *err, PGresult **failed_res)
+{
+	if (c->first)
+	{
+		PGresult *res;
+
+		if (!conn_command(w->conn, "BEGIN", 0, NULL, err))
+			return false;
+		res = PQexec(w->conn, c->t->copy_sql);
+		if (res == NULL || PQresultStatus(res) != PGRES_COPY_IN)
+		{
+			pgerr_set(err, w->conn, res);
+			PQclear(res);
+			return false;
+		}
+		PQclear(res);
+	}
+	if (c->len > 0 && PQputCopyData(w->conn, c->data, (int) c->len) != 1)
+	{
+		*failed_res = PQgetResult(w->conn);
+		pgerr_set(err, w->conn, *failed_res);
+		return false;
+	}
+	if (c->abort)
+	{
+		PGresult *res;
+
+		PQputCopyEnd(w->conn, "frame abandoned");
+		while ((res = PQgetResult(w->conn)) != NULL)
+			PQclear(res);
+		PQclear(PQexec(w->conn, "ROLLBACK"));
+	}
+	else if (c->last)
+		return commit_frame(w, c, err, failed_res);
+	return true;
+}
+
+static bool
+worker_setup(struct lworker *w)
+{
+	struct loader *L = w->L;
+	struct pgerr err;
+	char shown[512];
+
+	w->conn = conn_open(L->o->conninfo, false, &err);
+	if (w->conn == NULL)
+	{
+		conn_display(L->o->conninfo, shown, sizeof(shown));
+		loader_fail(L, EXIT_RUNTIME, "cannot connect to the target (%s): %s", shown, err.msg);
+		return false;
+	}
+	pthread_mutex_lock(&L->mu);
+	w->cancel = PQgetCancel(w->conn);
+	pthread_mutex_unlock(&L->mu);
+	/* The stream is UTF-8 text in ISO and postgres styles (pg-walcat and
+	 * pg-snapshot-dump both write it so): parse it the same way. */
+	if (!conn_reset_timeouts(w->conn, &err) ||
+		!conn_command(w->conn, "SET synchronous_commit = off; SET client_encoding = 'UTF8'; "
+					  "SET datestyle = 'ISO'; SET intervalstyle = 'postgres'; SET timezone = 'UTC'",
+					  0, NULL, &err))
+	{
+		loader_fail(L, EXIT_RUNTIME, "cannot set up a target session: %s", err.msg);
+		return false;
+	}
+	if (L->o->replica_role &&
+		!conn_command(w->conn, "SET session_replication_role = replica", 0, NULL, &err))
+	{
+		pthread_mutex_lock(&L->mu);
+		if (!L->warned_role)
+			log_warn("cannot set session_replication_role = replica (%s): triggers and foreign keys fire during the copy",
+					 err.msg);
+		L->warned_role = true;
+		pthread_mutex_unlock(&L->mu);
+	}
+	return true;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct lworker *w = arg;
+	struct loader *L = w->L;
+	bool ok = worker_setup(w);
+
+	pthread_mutex_lock(&L->mu);
+	L->ready++;
+	pthread_cond_broadcast(&L->cv_space);
+	pthread_mutex_unlock(&L->mu);
+	for (;;)
+	{
+		struct chunk *c;
+		bool stop, failed;
+
+		pthread_mutex_lock(&L->mu);
+		while (w->head == NULL)
+			pthread_cond_wait(&L->cv_work, &L->mu);
+		c = w->head;
+		w->head = c->next;
+		if (w->head == NULL)
+			w->tail = NULL;
+		w->queued--;
+		failed = L->failed;
+		pthread_mutex_unlock(&L->mu);
+		stop = c->stop;
+		/* After any failure, drain without loading, so the reader never waits. */
+		if (ok && !stop && !failed)
+		{
+			struct pgerr err;
+			PGresult *res = NULL;
+
+			if (!load_chunk(w, c, &err, &res))
+			{
+				loader_fail_pg(L, c->t, c->copy_line + copy_error_row(res), &err);
+				PQclear(res);
+				ok = false;
+			}
+		}
+		pthread_mutex_lock(&L->mu);
+		c->next = L->pool;
+		L->pool = c;
+		pthread_cond_broadcast(&L->cv_space);
+		pthread_mutex_unlock(&L->mu);
+		if (stop)
+			break;
+	}
+	/* An unfinished frame is rolled back with the session. */
+	pthread_mutex_lock(&L->mu);
+	PQfreeCancel(w->cancel);
+	w->cancel = NULL;
+	pthread_mutex_unlock(&L->mu);
+	PQfinish(w->conn);
+	w->conn = NULL;
+	pthread_mutex_lock(&L->mu);
+	L->alive--;
+	pthread_cond_broadcast(&L->cv_space);
+	pthread_mutex_unlock(&L->mu);
+	return NULL;
+}
+
+/*
+ * Wait (mu held) for a chunk to come back. The reader's waits wake up every
+ * second, so that a signal stops the load even while the target is stuck
+ * (a lock, a full disk).
+ */
+static void
+wait_space(struct loader *L)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	if (pthread_cond_timedwait(&L->cv_space, &L->mu, &ts) == ETIMEDOUT &&
+		sig_fd() >= 0 && sig_stop_requested())
+		interrupted_locked(L);
+}
+
+struct chunk *
+loader_get_chunk(struct loader *L)
+{
+	struct chunk *c;
+
+	pthread_mutex_lock(&L->mu);
+	while (L->pool == NULL && L->allocated >= L->max_chunks)
+		wait_space(L);
+	if (L->pool)
+	{
+		c = L->pool;
+		L->pool = c->next;
+	}
+	else
+	{
+		c = xcalloc(1, sizeof(*c));
+		c->data = xmalloc(CHUNK_SIZE);
+		L->allocated++;
+	}
+	pthread_mutex_unlock(&L->mu);
+	{
+		char *data = c->data;
+
+		memset(c, 0, sizeof(*c));
+		c->data = data;
+	}
+	return c;
+}
+
+/* Queue c on w, waiting while w's queue is full (stop chunks never wait). */
+void
+loader_push(struct loader *L, struct lworker *w, struct chunk *c)
+{
+	pthread_mutex_lock(&L->mu);
+	while (w->queued >= QUEUE_CHUNKS && !c->stop && !L->failed)
+		wait_space(L);
+	c->next = NULL;
+	if (w->tail)
+		w->tail->next = c;
+	else
+		w->head = c;
+	w->tail = c;
+	w->queued++;
+	pthread_cond_broadcast(&L->cv_work);
+	pthread_mutex_unlock(&L->mu);
+}
+
+struct lworker *
+loader_pick(struct loader *L)
+{
+	struct lworker *best = NULL;
+
+	pthread_mutex_lock(&L->mu);
+	for (int i = 0; i < L->nw; i++)
+	{
+		struct lworker *w = &L->w[(L->rr + i) % L->nw];
+
+		if (best == NULL || w->queued < best->queued)
+			best = w;
+	}
+	L->rr++;
+	pthread_mutex_unlock(&L->mu);
+	return best;
+}
+
+bool
+loader_failed(struct loader *L)
+{
+	bool f;
+
+	pthread_mutex_lock(&L->mu);
+	f = L->failed;
+	pthread_mutex_unlock(&L->mu);
+	return f;
+}
+
+void
+loader_stop(struct loader *L, struct chunk *open, struct lworker *target)
+{
+	char errbuf[256];
+	bool cancelled = false;
+
+	if (open)
+	{
+		/* The open frame is abandoned: its worker rolls it back. */
+		open->abort = true;
+		loader_push(L, target, open);
+	}
+	for (int i = 0; i < L->nw; i++)
+	{
+		struct chunk *c = loader_get_chunk(L);
+
+		c->stop = true;
+		loader_push(L, &L->w[i], c);
+	}
+	/* Wait for the last commits. After a failure or a signal, a worker may
+	 * be stuck on the target (a lock): cancel what they are doing. */
+	pthread_mutex_lock(&L->mu);
+	while (L->alive > 0)
+	{
+		if (L->failed && !cancelled)
+		{
+			for (int i = 0; i < L->nw; i++)
+				if (L->w[i].cancel)
+					PQcancel(L->w[i].cancel, errbuf, sizeof(errbuf));
+			cancelled = true;
+		}
+		wait_space(L);
+	}
+	pthread_mutex_unlock(&L->mu);
+	for (int i = 0; i < L->nw; i++)
+		pthread_join(L->w[i].th, NULL);
+}
+
+void
+loader_init(struct loader *L, const struct snapload_opts *o, const char *input)
+{
+	memset(L, 0, sizeof(*L));
+	L->o = o;
+	L->input = input;
+	L->nw = o->jobs > 0 ? o->jobs : 1;
+	/* Full queues, the chunk each worker sends, the reader's, the stops. */
+	L->max_chunks = L->nw * (QUEUE_CHUNKS + 1) + 1 + L->nw;
+	pthread_mutex_init(&L->mu, NULL);
+	pthread_cond_init(&L->cv_work, NULL);
+	pthread_cond_init(&L->cv_space, NULL);
+	L->w = xcalloc((size_t) L->nw, sizeof(*L->w));
+}
+
+void
+loader_free(struct loader *L)
+{
+	while (L->pool)
+	{
+		struct chunk *c = L->pool;
+
+		L->pool = c->next;
+		free(c->data);
+		free(c);
+	}
+	free(L->w);
+	pthread_cond_destroy(&L->cv_work);
+	pthread_cond_destroy(&L->cv_space);
+	pthread_mutex_destroy(&L->mu);
+}
+
+int
+loader_start(struct loader *L)
+{
+	sigset_t block, old;
+
+	/* Signals stay with the caller's thread (lib/sig's self-pipe). */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	L->alive = L->nw;
+	for (int i = 0; i < L->nw; i++)
+	{
+		L->w[i].L = L;
+		if (pthread_create(&L->w[i].th, NULL, worker_main, &L->w[i]) != 0)
+			log_fatal(EXIT_RUNTIME, "cannot start a loader thread");
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_lock(&L->mu);
+	while (L->ready < L->nw)
+		pthread_cond_wait(&L->cv_space, &L->mu);
+	pthread_mutex_unlock(&L->mu);
+	return loader_failed(L) ? L->err_code : EXIT_DONE;
+}

@@ -1,0 +1,702 @@
+#include "snapplan.h"
+#include "buf.h"
+#include "common.h"
+#include "conn.h"
+#include "log.h"
+#include "record.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* More parts than this per relation only adds scans and round trips. */
+#define MAX_PARTS_PER_LEAF 1024
+/* The most heap tuples an 8 kB page holds: a relation with fewer pages than
+ * split_rows / this can never need splitting, so it needs no estimate. */
+#define MAX_TUPLES_PER_PAGE 291
+/* Rows sampled to place the boundaries of a non-integer key. */
+#define SAMPLE_ROWS 30000.0
+
+#define INT2OID 21
+#define INT4OID 23
+#define INT8OID 20
+
+/* Per table, what only the planner needs. */
+struct tinfo {
+	unsigned oid;
+	char relkind;
+	char *rowfilter;			/* publication row filter, NULL for none */
+	char *qname;				/* quoted schema.table */
+	struct buf cols;			/* quoted, comma-separated column list */
+	struct buf header;			/* the frame header line being built */
+};
+
+/* One relation to read: the table itself or one of its leaf partitions. */
+struct leaf {
+	int table;
+	char *qname;
+	double est;					/* < 0 unknown */
+	int64_t pages;
+	char *key;					/* quoted leading key column, NULL for none */
+	unsigned keytype;
+	char *keytypename;
+};
+
+struct planner {
+	PGconn *conn;
+	int version;
+	const struct snapplan_opts *o;
+	struct snap_plan *plan;
+	struct tinfo *ti;
+	int tcap;
+	struct snap_part *parts;
+	int pcap;
+};
+
+static int
+query_failed(const char *what, const struct pgerr *err)
+{
+	if (err->sqlstate[0])
+		log_error("cannot %s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
+	else
+		log_error("cannot %s: %s", what, err->msg);
+	return EXIT_RUNTIME;
+}
+
+static int
+add_table(struct planner *p, PGresult *res, int row)
+{
+	struct snap_plan *plan = p->plan;
+	unsigned oid = (unsigned) strtoul(PQgetvalue(res, row, 0), NULL, 10);
+	struct snap_table *t;
+	struct tinfo *ti;
+	char *qs, *qt;
+
+	for (int i = 0; i < plan->ntables; i++)
+		if (p->ti[i].oid == oid)
+			return -1;			/* named twice */
+	if (plan->ntables == p->tcap)
+	{
+		p->tcap = p->tcap ? p->tcap * 2 : 16;
+		plan->tables = xrealloc(plan->tables, sizeof(*plan->tables) * (size_t) p->tcap);
+		p->ti = xrealloc(p->ti, sizeof(*p->ti) * (size_t) p->tcap);
+	}
+	t = &plan->tables[plan->ntables];
+	ti = &p->ti[plan->ntables];
+	memset(t, 0, sizeof(*t));
+	memset(ti, 0, sizeof(*ti));
+	t->schema = xstrdup(PQgetvalue(res, row, 1));
+	t->name = xstrdup(PQgetvalue(res, row, 2));
+	ti->oid = oid;
+	ti->relkind = PQgetvalue(res, row, 3)[0];
+	if (!PQgetisnull(res, row, 4))
+		ti->rowfilter = xstrdup(PQgetvalue(res, row, 4));
+	qs = conn_quote_ident(p->conn, t->schema);
+	qt = conn_quote_ident(p->conn, t->name);
+	ti->qname = xmalloc(strlen(qs) + strlen(qt) + 2);
+	sprintf(ti->qname, "%s.%s", qs, qt);
+	free(qs);
+	free(qt);
+	return plan->ntables++;
+}
+
+static int
+tables_from_publication(struct planner *p)
+{
+	const char *params[1] = {p->o->publication};
+	struct pgerr err;
+	PGresult *res;
+
+	res = conn_query(p->conn, "SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = $1",
+					 1, params, 1, &err);
+	if (res == NULL)
+		return query_failed("look up the publication", &err);
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		log_error("publication \"%s\" does not exist on the source", p->o->publication);
+		return EXIT_PREFLIGHT;
+	}
+	PQclear(res);
+	/* pg_publication_tables already resolves publish_via_partition_root:
+	 * it lists the roots when true and the leaf partitions when false. */
+	res = conn_query(p->conn, p->version >= 150000
+					 ? "SELECT c.oid, n.nspname, c.relname, c.relkind, pt.rowfilter"
+					 "  FROM pg_catalog.pg_publication_tables pt"
+					 "  JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname"
+					 "  JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
+					 " WHERE pt.pubname = $1 ORDER BY n.nspname, c.relname"
+					 : "SELECT c.oid, n.nspname, c.relname, c.relkind, NULL::text"
+					 "  FROM pg_catalog.pg_publication_tables pt"
+					 "  JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname"
+					 "  JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
+					 " WHERE pt.pubname = $1 ORDER BY n.nspname, c.relname",
+					 1, params, 5, &err);
+	if (res == NULL)
+		return query_failed("list the tables of the publication", &err);
+	for (int i = 0; i < PQntuples(res); i++)
+		add_table(p, res, i);
+	PQclear(res);
+	if (p->plan->ntables == 0)
+		log_warn("publication \"%s\" has no tables", p->o->publication);
+	return EXIT_DONE;
+}
+
+static int
+tables_from_args(struct planner *p)
+{
+	for (int i = 0; i < p->o->ntables; i++)
+	{
+		const char *arg = p->o->tables[i];
+		const char *params[2] = {arg, NULL};
+		struct pgerr err;
+		PGresult *res;
+		char *schema, *name;
+
+		/* The server's own identifier rules: quoting and case folding. */
+		res = conn_query(p->conn, "SELECT i[1], i[2], pg_catalog.array_length(i, 1)"
+						 "  FROM (SELECT pg_catalog.parse_ident($1) AS i) s",
+						 1, params, 3, &err);
+		if (res == NULL)
+		{
+			log_error("invalid --table \"%s\": %s", arg, err.msg);
+			return EXIT_USAGE;
+		}
+		if (strcmp(PQgetvalue(res, 0, 2), "2") != 0)
+		{
+			PQclear(res);
+			log_error("invalid --table \"%s\": expected SCHEMA.TABLE", arg);
+			return EXIT_USAGE;
+		}
+		schema = xstrdup(PQgetvalue(res, 0, 0));
+		name = xstrdup(PQgetvalue(res, 0, 1));
+		PQclear(res);
+		params[0] = schema;
+		params[1] = name;
+		res = conn_query(p->conn, "SELECT c.oid, n.nspname, c.relname, c.relkind, NULL::text"
+						 "  FROM pg_catalog.pg_class c"
+						 "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+						 " WHERE n.nspname = $1 AND c.relname = $2",
+						 2, params, 5, &err);
+		free(schema);
+		free(name);
+		if (res == NULL)
+			return query_failed("look up the table", &err);
+		if (PQntuples(res) == 0)
+		{
+			PQclear(res);
+			log_error("table \"%s\" does not exist on the source", arg);
+			return EXIT_PREFLIGHT;
+		}
+		if (strcmp(PQgetvalue(res, 0, 3), "r") != 0 && strcmp(PQgetvalue(res, 0, 3), "p") != 0)
+		{
+			PQclear(res);
+			log_error("\"%s\" is not a table", arg);
+			return EXIT_USAGE;
+		}
+		add_table(p, res, 0);
+		PQclear(res);
+	}
+	return EXIT_DONE;
+}
+
+/* "{1,2,3}": the table oids as one array parameter. */
+static char *
+oid_array(const struct planner *p)
+{
+	struct buf b = BUF_INIT;
+
+	buf_putc(&b, '{');
+	for (int i = 0; i < p->plan->ntables; i++)
+		buf_printf(&b, "%s%u", i ? "," : "", p->ti[i].oid);
+	buf_putc(&b, '}');
+	return buf_cstr(&b);
+}
+
+static int
+table_by_oid(const struct planner *p, unsigned oid)
+{
+	for (int i = 0; i < p->plan->ntables; i++)
+		if (p->ti[i].oid == oid)
+			return i;
+	return -1;
+}
+
+static int
+load_columns(struct planner *p)
+{
+	struct pgerr err;
+	PGresult *res;
+	char *oids = oid_array(p);
+	int last = -1;
+
+	if (p->o->publication && p->version >= 150000)
+	{
+		/* Column lists: the publication's own attnames, in attnum order.
+		 * Generated columns are computed on the target, except where 18+
+		 * publishes them (publish_generated_columns): attnames decides. */
+		const char *params[2] = {p->o->publication, p->version >= 180000 ? "t" : "f"};
+
+		res = conn_query(p->conn, "SELECT c.oid, a.attname"
+						 "  FROM pg_catalog.pg_publication_tables pt"
+						 "  JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname"
+						 "  JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
+						 "  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = ANY (pt.attnames)"
+						 " WHERE pt.pubname = $1 AND a.attnum > 0 AND NOT a.attisdropped"
+						 "   AND (a.attgenerated = '' OR $2::bool)"
+						 " ORDER BY c.oid, a.attnum",
+						 2, params, 2, &err);
+	}
+	else
+	{
+		const char *params[1] = {oids};
+
+		res = conn_query(p->conn, "SELECT a.attrelid, a.attname FROM pg_catalog.pg_attribute a"
+						 " WHERE a.attrelid = ANY ($1::pg_catalog.oid[]) AND a.attnum > 0"
+						 "   AND NOT a.attisdropped AND a.attgenerated = ''"
+						 " ORDER BY a.attrelid, a.attnum",
+						 1, params, 2, &err);
+	}
+	free(oids);
+	if (res == NULL)
+		return query_failed("list the columns to copy", &err);
+	for (int r = 0; r < PQntuples(res); r++)
+	{
+		unsigned oid = (unsigned) strtoul(PQgetvalue(res, r, 0), NULL, 10);
+		const char *col = PQgetvalue(res, r, 1);
+		int t = (last >= 0 && p->ti[last].oid == oid) ? last : table_by_oid(p, oid);
+		char *q;
+
+		if (t < 0)
+			continue;
+		last = t;
+		q = conn_quote_ident(p->conn, col);
+		if (p->ti[t].cols.len)
+			buf_puts(&p->ti[t].cols, ", ");
+		buf_puts(&p->ti[t].cols, q);
+		free(q);
+		rec_valuez(&p->ti[t].header, col);
+		p->plan->tables[t].ncols++;
+	}
+	PQclear(res);
+	for (int t = 0; t < p->plan->ntables; t++)
+	{
+		struct snap_table *st = &p->plan->tables[t];
+		struct buf h = BUF_INIT;
+
+		rec_start(&h, REC_COPY);
+		rec_valuez(&h, st->schema);
+		rec_valuez(&h, st->name);
+		rec_u64(&h, (uint64_t) st->ncols);
+		buf_append(&h, p->ti[t].header.data, p->ti[t].header.len);
+		rec_finish(&h);
+		st->frame_header_len = h.len;
+		st->frame_header = buf_cstr(&h);
+		buf_free(&p->ti[t].header);
+	}
+	return EXIT_DONE;
+}
+
+/* The planner's own estimate for a relation that was never analyzed. */
+static double
+explain_rows(struct planner *p, const char *qname)
+{
+	struct buf sql = BUF_INIT;
+	struct pgerr err;
+	PGresult *res;
+	double rows = -1;
+
+	buf_printf(&sql, "EXPLAIN SELECT 1 FROM ONLY %s", qname);
+	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 1, &err);
+	buf_free(&sql);
+	if (res == NULL)
+		return -1;
+	if (PQntuples(res) > 0)
+	{
+		const char *r = strstr(PQgetvalue(res, 0, 0), " rows=");
+
+		if (r)
+			rows = strtod(r + 6, NULL);
+	}
+	PQclear(res);
+	return rows;
+}
+
+static int
+load_leaves(struct planner *p, struct leaf **out, int *nout)
+{
+	char *oids = oid_array(p);
+	const char *params[1] = {oids};
+	struct pgerr err;
+	PGresult *res;
+	struct leaf *lv;
+	int n;
+
+	/* The leaves of a partitioned table are read one by one under its name;
+	 * the splitting key is the leading column of the primary key (or of the
+	 * replica identity index), which every range condition can use. */
+	res = conn_query(p->conn,
+					 "SELECT t.idx, ln.nspname, l.relname, l.reltuples::float8,"
+					 "       pg_catalog.pg_relation_size(l.oid) / pg_catalog.current_setting('block_size')::int8,"
+					 "       k.attname, k.atttypid, pg_catalog.format_type(k.atttypid, k.atttypmod)"
+					 "  FROM unnest($1::pg_catalog.oid[]) WITH ORDINALITY AS t(oid, idx)"
+					 "  JOIN pg_catalog.pg_class tc ON tc.oid = t.oid"
+					 "  JOIN LATERAL (SELECT relid FROM pg_catalog.pg_partition_tree(t.oid)"
+					 "                 WHERE isleaf AND tc.relkind = 'p'"
+					 "                UNION ALL SELECT t.oid WHERE tc.relkind <> 'p') pt ON true"
+					 "  JOIN pg_catalog.pg_class l ON l.oid = pt.relid AND l.relkind = 'r'"
+					 "  JOIN pg_catalog.pg_namespace ln ON ln.oid = l.relnamespace"
+					 "  LEFT JOIN LATERAL (SELECT a.attname, a.atttypid, a.atttypmod"
+					 "                       FROM pg_catalog.pg_index i"
+					 "                       JOIN pg_catalog.pg_attribute a"
+					 "                         ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]"
+					 "                      WHERE i.indrelid = l.oid AND i.indisvalid"
+					 "                        AND (i.indisprimary OR i.indisreplident)"
+					 "                      ORDER BY i.indisprimary DESC LIMIT 1) k ON true"
+					 " ORDER BY t.idx, l.oid",
+					 1, params, 8, &err);
+	free(oids);
+	if (res == NULL)
+		return query_failed("read table sizes and keys", &err);
+	n = PQntuples(res);
+	lv = xcalloc((size_t) n, sizeof(*lv));
+	for (int r = 0; r < n; r++)
+	{
+		struct leaf *l = &lv[r];
+		char *qs = conn_quote_ident(p->conn, PQgetvalue(res, r, 1));
+		char *qt = conn_quote_ident(p->conn, PQgetvalue(res, r, 2));
+		double reltuples = strtod(PQgetvalue(res, r, 3), NULL);
+
+		l->table = atoi(PQgetvalue(res, r, 0)) - 1;
+		l->qname = xmalloc(strlen(qs) + strlen(qt) + 2);
+		sprintf(l->qname, "%s.%s", qs, qt);
+		free(qs);
+		free(qt);
+		l->pages = strtoll(PQgetvalue(res, r, 4), NULL, 10);
+		if (!PQgetisnull(res, r, 5))
+		{
+			l->key = conn_quote_ident(p->conn, PQgetvalue(res, r, 5));
+			l->keytype = (unsigned) strtoul(PQgetvalue(res, r, 6), NULL, 10);
+			l->keytypename = xstrdup(PQgetvalue(res, r, 7));
+		}
+		/* -1 (14+) or 0 with pages (older) means never analyzed. */
+		if (l->pages == 0)
+			l->est = 0;
+		else if (reltuples > 0)
+			l->est = reltuples;
+		else if ((double) l->pages * MAX_TUPLES_PER_PAGE > (double) p->o->split_rows)
+			l->est = explain_rows(p, l->qname);
+		else
+			l->est = -1;
+	}
+	PQclear(res);
+	*out = lv;
+	*nout = n;
+	return EXIT_DONE;
+}
+
+static void
+add_part(struct planner *p, int table, const char *from, bool only, const char *cond,
+		 double weight)
+{
+	struct snap_plan *plan = p->plan;
+	struct tinfo *ti = &p->ti[table];
+	struct snap_part *part;
+	struct buf sql = BUF_INIT;
+
+	if (plan->nparts == p->pcap)
+	{
+		p->pcap = p->pcap ? p->pcap * 2 : 64;
+		plan->parts = xrealloc(plan->parts, sizeof(*plan->parts) * (size_t) p->pcap);
+	}
+	part = &plan->parts[plan->nparts++];
+	part->table = table;
+	part->index = ++plan->tables[table].nparts;
+	part->weight = weight;
+	if (cond == NULL && ti->rowfilter == NULL && only && strcmp(from, ti->qname) == 0)
+	{
+		/* The whole table: plain COPY skips the executor's projection. */
+		if (plan->tables[table].ncols > 0)
+			buf_printf(&sql, "COPY %s (%s) TO STDOUT", from, buf_cstr(&ti->cols));
+		else
+			buf_printf(&sql, "COPY %s TO STDOUT", from);
+	}
+	else
+	{
+		buf_printf(&sql, "COPY (SELECT %s FROM %s%s", ti->cols.len ? buf_cstr(&ti->cols) : "",
+				   only ? "ONLY " : "", from);
+		if (cond && ti->rowfilter)
+			buf_printf(&sql, " WHERE (%s) AND (%s)", cond, ti->rowfilter);
+		else if (cond || ti->rowfilter)
+			buf_printf(&sql, " WHERE (%s)", cond ? cond : ti->rowfilter);
+		buf_puts(&sql, ") TO STDOUT");
+	}
+	part->sql = buf_cstr(&sql);
+}
+
+/* Boundaries of an integer key: min/max arithmetic, exact and index-only. */
+static int
+int_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *nb)
+{
+	struct buf sql = BUF_INIT;
+	struct pgerr err;
+	PGresult *res;
+	int64_t lo, hi;
+	uint64_t span, step;
+
+	buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM ONLY %s", l->key, l->key, l->qname);
+	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 2, &err);
+	buf_free(&sql);
+	if (res == NULL)
+		return query_failed("find the key range of a table", &err);
+	*nb = 0;
+	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+	{
+		PQclear(res);
+		return EXIT_DONE;
+	}
+	lo = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	hi = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+	PQclear(res);
+	span = (uint64_t) hi - (uint64_t) lo;
+	if (span < (uint64_t) n)
+		n = (int) span + 1;
+	if (n < 2)
+		return EXIT_DONE;
+	step = span / (uint64_t) n;
+	*bounds = xcalloc((size_t) n - 1, sizeof(char *));
+	for (int i = 1; i < n; i++)
+	{
+		char tmp[32];
+
+		snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t) ((uint64_t) lo + step * (uint64_t) i));
+		(*bounds)[(*nb)++] = xstrdup(tmp);
+	}
+	return EXIT_DONE;
+}
+
+/* Boundaries of any other btree key: percentiles of a block sample. */
+static int
+sampled_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *nb)
+{
+	struct buf sql = BUF_INIT, fr = BUF_INIT;
+	struct pgerr err;
+	PGresult *res;
+	const char *prev = NULL;
+	double pct = l->est > 0 ? 100.0 * SAMPLE_ROWS / l->est : 100.0;
+
+	if (pct > 100.0)
+		pct = 100.0;
+	buf_putc(&fr, '{');
+	for (int i = 1; i < n; i++)
+		buf_printf(&fr, "%s%.6f", i > 1 ? "," : "", (double) i / n);
+	buf_putc(&fr, '}');
+	buf_printf(&sql, "SELECT u.b::text FROM unnest((SELECT pg_catalog.percentile_disc('%s'::float8[])"
+			   " WITHIN GROUP (ORDER BY %s) FROM ONLY %s TABLESAMPLE SYSTEM (%.6f)))"
+			   " WITH ORDINALITY AS u(b, i) ORDER BY u.i",
+			   buf_cstr(&fr), l->key, l->qname, pct);
+	buf_free(&fr);
+	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 1, &err);
+	buf_free(&sql);
+	if (res == NULL)
+		return query_failed("sample the key of a table", &err);
+	*nb = 0;
+	*bounds = xcalloc((size_t) PQntuples(res) + 1, sizeof(char *));
+	for (int r = 0; r < PQntuples(res); r++)
+	{
+		const char *v = PQgetvalue(res, r, 0);
+		char *lit;
+		size_t len;
+
+		if (PQgetisnull(res, r, 0))
+			continue;
+		/* Skewed keys repeat a percentile: a repeated boundary is an empty part. */
+		if (prev && strcmp(v, prev) == 0)
+			continue;
+		prev = v;
+		lit = PQescapeLiteral(p->conn, v, strlen(v));
+		if (lit == NULL)
+			log_fatal(EXIT_RUNTIME, "cannot quote a key boundary: %s", PQerrorMessage(p->conn));
+		len = strlen(lit) + strlen(l->keytypename) + 3;
+		(*bounds)[*nb] = xmalloc(len);
+		snprintf((*bounds)[*nb], len, "%s::%s", lit, l->keytypename);
+		(*nb)++;
+		PQfreemem(lit);
+	}
+	PQclear(res);
+	return EXIT_DONE;
+}
+
+/* Block boundaries: with 14+ a ctid range is a TID range scan of its blocks. */
+static void
+ctid_bounds(const struct leaf *l, int n, char ***bounds, int *nb)
+{
+	if ((int64_t) n > l->pages)
+		n = (int) l->pages;
+	*nb = 0;
+	if (n < 2)
+		return;
+	*bounds = xcalloc((size_t) n - 1, sizeof(char *));
+	for (int i = 1; i < n; i++)
+	{
+		char tmp[48];
+
+		snprintf(tmp, sizeof(tmp), "'(%" PRId64 ",0)'::tid", l->pages * i / n);
+		(*bounds)[(*nb)++] = xstrdup(tmp);
+	}
+}
+
+static int
+plan_leaf(struct planner *p, const struct leaf *l)
+{
+	uint64_t split = p->o->split_rows;
+	double weight = l->est >= 0 ? l->est : (double) l->pages * 50;
+	char **bounds = NULL;
+	const char *col = NULL;
+	int nb = 0, n = 1, rc = EXIT_DONE;
+
+	if (l->est > (double) split)
+	{
+		double want = ceil(l->est / (double) split);
+		int jobs = p->o->jobs > 0 ? p->o->jobs : 1;
+
+		/* A multiple of --jobs, so no worker is left alone with the tail. */
+		if (want > 1 && jobs > 1)
+			want = ceil(want / jobs) * jobs;
+		n = want > MAX_PARTS_PER_LEAF ? MAX_PARTS_PER_LEAF : (int) want;
+	}
+	if (n > 1 && l->key && (l->keytype == INT2OID || l->keytype == INT4OID || l->keytype == INT8OID))
+	{
+		rc = int_bounds(p, l, n, &bounds, &nb);
+		col = l->key;
+	}
+	else if (n > 1 && l->key)
+	{
+		rc = sampled_bounds(p, l, n, &bounds, &nb);
+		col = l->key;
+	}
+	if (rc != EXIT_DONE)
+		return rc;
+	if (n > 1 && nb == 0 && p->version >= 140000)
+	{
+		/* No key, or an empty sample: block ranges read each block once. */
+		ctid_bounds(l, n, &bounds, &nb);
+		col = "ctid";
+	}
+	if (nb == 0)
+		add_part(p, l->table, l->qname, true, NULL, weight);
+	for (int i = 0; i < nb + (nb > 0); i++)
+	{
+		struct buf cond = BUF_INIT;
+
+		if (i == 0)
+			buf_printf(&cond, "%s < %s", col, bounds[0]);
+		else if (i == nb)
+			buf_printf(&cond, "%s >= %s", col, bounds[nb - 1]);
+		else
+			buf_printf(&cond, "%s >= %s AND %s < %s", col, bounds[i - 1], col, bounds[i]);
+		add_part(p, l->table, l->qname, true, buf_cstr(&cond), weight / (nb + 1));
+		buf_free(&cond);
+	}
+	for (int i = 0; i < nb; i++)
+		free(bounds[i]);
+	free(bounds);
+	return EXIT_DONE;
+}
+
+static int
+cmp_parts(const void *a, const void *b)
+{
+	const struct snap_part *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	if (x->table != y->table)
+		return x->table < y->table ? -1 : 1;
+	return x->index - y->index;
+}
+
+static int
+plan_parts(struct planner *p)
+{
+	struct leaf *lv = NULL;
+	int nl = 0, rc;
+
+	if ((rc = load_leaves(p, &lv, &nl)) != EXIT_DONE)
+		return rc;
+	for (int t = 0; t < p->plan->ntables; t++)
+		p->plan->tables[t].rows_estimate = 0;
+	for (int i = 0; i < nl && rc == EXIT_DONE; i++)
+	{
+		struct snap_table *t = &p->plan->tables[lv[i].table];
+
+		if (lv[i].est < 0 || t->rows_estimate < 0)
+			t->rows_estimate = -1;
+		else
+			t->rows_estimate += lv[i].est;
+		rc = plan_leaf(p, &lv[i]);
+	}
+	for (int t = 0; t < p->plan->ntables && rc == EXIT_DONE; t++)
+		if (p->plan->tables[t].nparts == 0)
+		{
+			/* A partitioned table without partitions: still one (empty)
+			 * read, so that it is copied and reported like any other. */
+			add_part(p, t, p->ti[t].qname, p->ti[t].relkind != 'p', NULL, 0);
+		}
+	for (int i = 0; i < nl; i++)
+	{
+		free(lv[i].qname);
+		free(lv[i].key);
+		free(lv[i].keytypename);
+	}
+	free(lv);
+	if (rc == EXIT_DONE && p->plan->nparts > 1)
+		qsort(p->plan->parts, (size_t) p->plan->nparts, sizeof(*p->plan->parts), cmp_parts);
+	return rc;
+}
+
+int
+snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *plan)
+{
+	struct planner p;
+	int rc;
+
+	memset(plan, 0, sizeof(*plan));
+	memset(&p, 0, sizeof(p));
+	p.conn = conn;
+	p.version = PQserverVersion(conn);
+	p.o = o;
+	p.plan = plan;
+	rc = o->publication ? tables_from_publication(&p) : tables_from_args(&p);
+	if (rc == EXIT_DONE && plan->ntables > 0)
+		rc = load_columns(&p);
+	if (rc == EXIT_DONE && plan->ntables > 0)
+		rc = plan_parts(&p);
+	for (int i = 0; i < plan->ntables; i++)
+	{
+		free(p.ti[i].rowfilter);
+		free(p.ti[i].qname);
+		buf_free(&p.ti[i].cols);
+		buf_free(&p.ti[i].header);
+	}
+	free(p.ti);
+	return rc;
+}
+
+void
+snapplan_free(struct snap_plan *plan)
+{
+	for (int i = 0; i < plan->ntables; i++)
+	{
+		free(plan->tables[i].schema);
+		free(plan->tables[i].name);
+		free(plan->tables[i].frame_header);
+	}
+	for (int i = 0; i < plan->nparts; i++)
+		free(plan->parts[i].sql);
+	free(plan->tables);
+	free(plan->parts);
+	memset(plan, 0, sizeof(*plan));
+}

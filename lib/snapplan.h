@@ -1,0 +1,56 @@
+/*
+ * snapplan.h - what pg-snapshot-dump copies: the tables of a publication (or
+ * the --table arguments), their published columns in publication order, row
+ * estimates, and the parts each table is cut into (partitions, primary-key
+ * ranges, ctid block ranges). It runs inside the imported snapshot so that
+ * the plan describes the data the workers will see; it never writes.
+ */
+#ifndef PGSYNC_SNAPPLAN_H
+#define PGSYNC_SNAPPLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+struct snap_table {
+	char *schema;
+	char *name;
+	int ncols;
+	char *frame_header;			/* the whole "COPY ..." line, LF included */
+	size_t frame_header_len;
+	double rows_estimate;		/* < 0: unknown (never analyzed) */
+	int nparts;
+};
+
+struct snap_part {
+	int table;					/* index into snap_plan.tables */
+	int index;					/* 1-based number of this part in its table */
+	char *sql;					/* COPY ... TO STDOUT */
+	double weight;				/* estimated rows, for largest-first order */
+};
+
+struct snap_plan {
+	struct snap_table *tables;
+	int ntables;
+	struct snap_part *parts;	/* sorted largest first */
+	int nparts;
+};
+
+struct snapplan_opts {
+	const char *publication;	/* NULL: use tables */
+	char *const *tables;		/* SCHEMA.TABLE arguments */
+	int ntables;
+	uint64_t split_rows;		/* split tables estimated above this */
+	int jobs;					/* parts of a split table: a multiple of this */
+};
+
+/*
+ * Build the plan over conn, which must already be inside the snapshot's
+ * REPEATABLE READ transaction. Returns an exit code (EXIT_DONE on success)
+ * after logging the reason for any other.
+ */
+int snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *plan);
+void snapplan_free(struct snap_plan *plan);
+
+#endif

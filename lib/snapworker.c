@@ -1,0 +1,614 @@
+/*
+ * Threads rather than processes: the workers share the plan, the part queue
+ * and the frame pool without copying, a frame goes to the writer as a
+ * pointer, and PQcancel() stops any worker from the supervising thread.
+ * libpq is thread-safe as long as each connection stays with one thread.
+ *
+ * Ordering: a worker hands over the frames of a part in order, the last one
+ * marked; the writer handles hand-overs in FIFO order, so when it has seen
+ * the last frame of every part of a table, everything of that table is on
+ * the output, and TABLEDONE can follow.
+ */
+#include "snapworker.h"
+#include "buf.h"
+#include "common.h"
+#include "conn.h"
+#include "log.h"
+#include "record.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Room kept free in a frame for its ENDCOPY line. */
+#define ENDCOPY_ROOM 32
+
+struct slot {
+	struct slot *next;
+	char *data;					/* frame_size bytes, allocated on first use */
+	size_t len;
+	int table;
+	uint64_t rows;
+	uint64_t bytes;
+	bool part_last;				/* the last frame of its part */
+};
+
+struct worker {
+	struct snaprun *run;
+	pthread_t th;
+	PGcancel *cancel;			/* under run->mu; NULL when not connected */
+};
+
+struct snaprun {
+	const struct snap_plan *plan;
+	struct snaprun_opts o;
+	struct out *out;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv_free;		/* a slot came back to the pool */
+	pthread_cond_t cv_queue;	/* a slot was handed to the writer */
+	pthread_cond_t cv_main;		/* progress, failure, end, a worker exited */
+
+	struct slot *slots;
+	int nslots;
+	struct slot *free_list;
+	struct slot *q_head, *q_tail;
+	int next_part;
+	struct snap_tstat *st;
+	int tables_done;
+	enum snaprun_state state;
+	bool abort;
+	int err_code;
+	char err_msg[1400];
+
+	struct worker *w;
+	int nworkers;
+	int running;				/* worker threads not yet exited */
+	pthread_t writer;
+	bool writer_started;
+};
+
+static void
+fail_locked(struct snaprun *r, int code, const char *fmt, va_list ap)
+{
+	if (!r->abort)
+	{
+		vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+		r->err_code = code;
+		r->state = SNAPRUN_FAILED;
+	}
+	r->abort = true;
+	pthread_cond_broadcast(&r->cv_free);
+	pthread_cond_broadcast(&r->cv_queue);
+	pthread_cond_broadcast(&r->cv_main);
+}
+
+void
+snaprun_fail(struct snaprun *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&r->mu);
+	va_start(ap, fmt);
+	fail_locked(r, code, fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* "public.t" or "public.t (part 3 of 8)" for messages. */
+static void
+part_name(const struct snaprun *r, const struct snap_part *part, char *out, size_t len)
+{
+	const struct snap_table *t = &r->plan->tables[part->table];
+
+	if (t->nparts > 1)
+		snprintf(out, len, "%s.%s (part %d of %d)", t->schema, t->name, part->index, t->nparts);
+	else
+		snprintf(out, len, "%s.%s", t->schema, t->name);
+}
+
+static void
+fail_pg(struct snaprun *r, const char *what, const struct pgerr *err)
+{
+	if (err->sqlstate[0])
+		snaprun_fail(r, EXIT_RUNTIME, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
+	else
+		snaprun_fail(r, EXIT_RUNTIME, "%s: %s", what, err->msg);
+}
+
+static struct slot *
+get_slot(struct snaprun *r)
+{
+	struct slot *s;
+
+	pthread_mutex_lock(&r->mu);
+	while (r->free_list == NULL && !r->abort)
+		pthread_cond_wait(&r->cv_free, &r->mu);
+	if (r->abort)
+	{
+		pthread_mutex_unlock(&r->mu);
+		return NULL;
+	}
+	s = r->free_list;
+	r->free_list = s->next;
+	pthread_mutex_unlock(&r->mu);
+	if (s->data == NULL)
+		s->data = xmalloc(r->o.frame_size);
+	s->next = NULL;
+	s->len = 0;
+	s->rows = 0;
+	s->bytes = 0;
+	s->part_last = false;
+	return s;
+}
+
+static void
+put_free_locked(struct snaprun *r, struct slot *s)
+{
+	s->next = r->free_list;
+	r->free_list = s;
+	pthread_cond_signal(&r->cv_free);
+}
+
+/* Hand a slot to the writer; false (and the slot back in the pool) on abort. */
+static bool
+submit(struct snaprun *r, struct slot *s)
+{
+	bool ok;
+
+	pthread_mutex_lock(&r->mu);
+	ok = !r->abort;
+	if (ok)
+	{
+		if (r->q_tail)
+			r->q_tail->next = s;
+		else
+			r->q_head = s;
+		r->q_tail = s;
+		pthread_cond_signal(&r->cv_queue);
+	}
+	else
+		put_free_locked(r, s);
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
+static void
+frame_open(struct snaprun *r, struct slot *s, int table)
+{
+	const struct snap_table *t = &r->plan->tables[table];
+
+	s->table = table;
+	memcpy(s->data, t->frame_header, t->frame_header_len);
+	s->len = t->frame_header_len;
+}
+
+static void
+frame_close(struct slot *s)
+{
+	if (s->rows == 0)
+	{
+		s->len = 0;				/* nothing to say: write no frame at all */
+		return;
+	}
+	s->len += (size_t) snprintf(s->data + s->len, ENDCOPY_ROOM, "%s\t%llu\n", REC_ENDCOPY,
+								(unsigned long long) s->rows);
+}
+
+/* Copy one part into frames. False when the run must stop. */
+static bool
+copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part)
+{
+	const struct snap_table *t = &r->plan->tables[part->table];
+	size_t limit = r->o.frame_size - ENDCOPY_ROOM;
+	struct slot *s;
+	PGresult *res;
+	struct pgerr err;
+	char what[600], name[512];
+
+	part_name(r, part, name, sizeof(name));
+	snprintf(what, sizeof(what), "cannot copy %s", name);
+	res = PQexec(conn, part->sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_COPY_OUT)
+	{
+		pgerr_set(&err, conn, res);
+		PQclear(res);
+		fail_pg(r, what, &err);
+		return false;
+	}
+	PQclear(res);
+	if ((s = get_slot(r)) == NULL)
+		return false;
+	frame_open(r, s, part->table);
+	for (;;)
+	{
+		char *row;
+		int len = PQgetCopyData(conn, &row, 0);
+		size_t need;
+
+		if (len == -1)
+			break;
+		if (len < 0)
+		{
+			/* The server's error (with its SQLSTATE) is in the result. */
+			res = PQgetResult(conn);
+			pgerr_set(&err, conn, res);
+			PQclear(res);
+			fail_pg(r, what, &err);
+			return false;
+		}
+		/* "ROW" TAB row; a row of zero columns is just the LF. */
+		need = (size_t) len + (t->ncols > 0 ? 4 : 3);
+		if (s->len + need > limit && s->rows > 0)
+		{
+			frame_close(s);
+			if (!submit(r, s) || (s = get_slot(r)) == NULL)
+			{
+				PQfreemem(row);
+				return false;
+			}
+			frame_open(r, s, part->table);
+		}
+		if (s->len + need > limit)
+		{
+			PQfreemem(row);
+			snaprun_fail(r, EXIT_RUNTIME, "%s: a row of %d bytes does not fit in a frame of %zu bytes (raise --frame-size)",
+						 what, len, r->o.frame_size);
+			return false;
+		}
+		memcpy(s->data + s->len, t->ncols > 0 ? "ROW\t" : "ROW", t->ncols > 0 ? 4 : 3);
+		s->len += t->ncols > 0 ? 4 : 3;
+		memcpy(s->data + s->len, row, (size_t) len);
+		s->len += (size_t) len;
+		s->rows++;
+		s->bytes += (uint64_t) len;
+		PQfreemem(row);
+	}
+	res = PQgetResult(conn);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		pgerr_set(&err, conn, res);
+		PQclear(res);
+		fail_pg(r, what, &err);
+		return false;
+	}
+	PQclear(res);
+	while ((res = PQgetResult(conn)) != NULL)
+		PQclear(res);
+	frame_close(s);
+	s->part_last = true;
+	return submit(r, s);
+}
+
+/* Connect and import the snapshot: the same data for every worker. */
+static PGconn *
+worker_connect(struct worker *w)
+{
+	struct snaprun *r = w->run;
+	struct pgerr err;
+	struct buf sql = BUF_INIT;
+	PGconn *conn = conn_open(r->o.conninfo, false, &err);
+	char *lit;
+
+	if (conn == NULL)
+	{
+		char shown[512];
+
+		conn_display(r->o.conninfo, shown, sizeof(shown));
+		snaprun_fail(r, EXIT_RUNTIME, "cannot connect to the source (%s): %s", shown, err.msg);
+		return NULL;
+	}
+	pthread_mutex_lock(&r->mu);
+	w->cancel = PQgetCancel(conn);
+	pthread_mutex_unlock(&r->mu);
+	/* The text form of values must not depend on the role's settings:
+	 * the same as pg-walcat writes, and what any target parses back. */
+	if (!conn_reset_timeouts(conn, &err) ||
+		!conn_command(conn, SNAP_SESSION_SETTINGS, 0, NULL, &err) ||
+		!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
+	{
+		fail_pg(r, "cannot start a copy session", &err);
+		return conn;
+	}
+	lit = PQescapeLiteral(conn, r->o.snapshot, strlen(r->o.snapshot));
+	buf_printf(&sql, "SET TRANSACTION SNAPSHOT %s", lit ? lit : "''");
+	PQfreemem(lit);
+	if (!conn_command(conn, buf_cstr(&sql), 0, NULL, &err))
+	{
+		char what[300];
+
+		snprintf(what, sizeof(what), "cannot import snapshot \"%s\" (the session that exported it must stay open until every worker has started)",
+				 r->o.snapshot);
+		fail_pg(r, what, &err);
+	}
+	buf_free(&sql);
+	return conn;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct snaprun *r = w->run;
+	PGconn *conn = worker_connect(w);
+	PGcancel *cancel;
+
+	for (;;)
+	{
+		const struct snap_part *part;
+		struct snap_tstat *st;
+
+		pthread_mutex_lock(&r->mu);
+		if (r->abort || r->next_part >= r->plan->nparts)
+		{
+			pthread_mutex_unlock(&r->mu);
+			break;
+		}
+		part = &r->plan->parts[r->next_part++];
+		st = &r->st[part->table];
+		if (!st->started)
+		{
+			st->started = true;
+			st->started_ms = now_ms();
+		}
+		pthread_mutex_unlock(&r->mu);
+		if (!copy_part(r, conn, part))
+			break;
+	}
+	pthread_mutex_lock(&r->mu);
+	cancel = w->cancel;
+	w->cancel = NULL;
+	pthread_mutex_unlock(&r->mu);
+	PQfreeCancel(cancel);
+	PQfinish(conn);
+	pthread_mutex_lock(&r->mu);
+	r->running--;
+	pthread_cond_broadcast(&r->cv_main);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* Write b through out; on failure make the run fail (mu not held). */
+static bool
+writer_put(struct snaprun *r, const char *p, size_t n, bool flush)
+{
+	enum out_status st = n ? out_write(r->out, p, n) : OUT_OK;
+
+	if (st == OUT_OK && flush)
+		st = out_flush(r->out);
+	if (st == OUT_CLOSED)
+		snaprun_fail(r, EXIT_RUNTIME, "the output was closed before the copy finished");
+	else if (st != OUT_OK)
+		snaprun_fail(r, EXIT_RUNTIME, "cannot write the output stream");
+	return st == OUT_OK;
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct snaprun *r = arg;
+	const struct snap_plan *plan = r->plan;
+	struct buf line = BUF_INIT;
+	bool flushed = true;
+
+	pthread_mutex_lock(&r->mu);
+	while (!r->abort)
+	{
+		struct slot *s;
+		int t;
+		bool table_done;
+
+		if (r->tables_done == plan->ntables)
+		{
+			pthread_mutex_unlock(&r->mu);
+			buf_reset(&line);
+			rec_start(&line, REC_SNAPSHOTDONE);
+			rec_lsn(&line, r->o.position);
+			rec_finish(&line);
+			bool ok = writer_put(r, line.data, line.len, true);
+
+			pthread_mutex_lock(&r->mu);
+			if (ok && !r->abort)
+			{
+				r->state = SNAPRUN_DONE;
+				pthread_cond_broadcast(&r->cv_main);
+			}
+			break;
+		}
+		if (r->q_head == NULL)
+		{
+			/* About to wait for the workers: let the reader have it all. */
+			if (!flushed)
+			{
+				pthread_mutex_unlock(&r->mu);
+				writer_put(r, NULL, 0, true);
+				flushed = true;
+				pthread_mutex_lock(&r->mu);
+			}
+			else
+				pthread_cond_wait(&r->cv_queue, &r->mu);
+			continue;
+		}
+		s = r->q_head;
+		r->q_head = s->next;
+		if (r->q_head == NULL)
+			r->q_tail = NULL;
+		pthread_mutex_unlock(&r->mu);
+
+		bool ok = writer_put(r, s->data, s->len, false);
+
+		flushed = flushed && s->len == 0;
+		pthread_mutex_lock(&r->mu);
+		t = s->table;
+		r->st[t].rows += s->rows;
+		r->st[t].bytes += s->bytes;
+		table_done = s->part_last && ++r->st[t].parts_done == plan->tables[t].nparts;
+		put_free_locked(r, s);
+		if (!ok || r->abort)
+			break;
+		if (table_done)
+		{
+			pthread_mutex_unlock(&r->mu);
+			buf_reset(&line);
+			rec_start(&line, REC_TABLEDONE);
+			rec_valuez(&line, plan->tables[t].schema);
+			rec_valuez(&line, plan->tables[t].name);
+			rec_u64(&line, r->st[t].rows);
+			rec_u64(&line, r->st[t].bytes);
+			rec_finish(&line);
+			ok = writer_put(r, line.data, line.len, false);
+			flushed = false;
+			pthread_mutex_lock(&r->mu);
+			if (!ok || r->abort)
+				break;
+			r->st[t].done = true;
+			r->st[t].finished_ms = now_ms();
+			r->tables_done++;
+			pthread_cond_broadcast(&r->cv_main);
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	buf_free(&line);
+	return NULL;
+}
+
+struct snaprun *
+snaprun_start(const struct snap_plan *plan, const struct snaprun_opts *o, struct out *out)
+{
+	struct snaprun *r = xcalloc(1, sizeof(*r));
+	pthread_condattr_t ca;
+	sigset_t block, old;
+
+	r->plan = plan;
+	r->o = *o;
+	r->out = out;
+	r->state = SNAPRUN_COPYING;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cv_free, &ca);
+	pthread_cond_init(&r->cv_queue, &ca);
+	pthread_cond_init(&r->cv_main, &ca);
+	pthread_condattr_destroy(&ca);
+	r->st = xcalloc((size_t) plan->ntables + 1, sizeof(*r->st));
+	r->nworkers = o->jobs < plan->nparts ? o->jobs : plan->nparts;
+	/* One frame per worker being filled, one being written. */
+	r->nslots = r->nworkers + 1;
+	r->slots = xcalloc((size_t) r->nslots, sizeof(*r->slots));
+	for (int i = 0; i < r->nslots; i++)
+		put_free_locked(r, &r->slots[i]);
+	r->w = xcalloc((size_t) r->nworkers + 1, sizeof(*r->w));
+
+	/* Signals belong to the supervising thread (lib/sig's self-pipe). */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	if (pthread_create(&r->writer, NULL, writer_main, r) != 0)
+		log_fatal(EXIT_RUNTIME, "cannot start the writer thread: %s", strerror(errno));
+	r->writer_started = true;
+	for (int i = 0; i < r->nworkers; i++)
+	{
+		r->w[i].run = r;
+		pthread_mutex_lock(&r->mu);
+		r->running++;
+		pthread_mutex_unlock(&r->mu);
+		if (pthread_create(&r->w[i].th, NULL, worker_main, &r->w[i]) != 0)
+			log_fatal(EXIT_RUNTIME, "cannot start a worker thread: %s", strerror(errno));
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static void
+deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L)
+	{
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+enum snaprun_state
+snaprun_wait(struct snaprun *r, int timeout_ms)
+{
+	struct timespec ts;
+	enum snaprun_state st;
+
+	deadline_in(&ts, timeout_ms);
+	pthread_mutex_lock(&r->mu);
+	if (r->state == SNAPRUN_COPYING)
+		pthread_cond_timedwait(&r->cv_main, &r->mu, &ts);
+	st = r->state;
+	pthread_mutex_unlock(&r->mu);
+	return st;
+}
+
+int
+snaprun_stats(struct snaprun *r, struct snap_tstat *stats)
+{
+	int done;
+
+	pthread_mutex_lock(&r->mu);
+	memcpy(stats, r->st, sizeof(*stats) * (size_t) r->plan->ntables);
+	done = r->tables_done;
+	pthread_mutex_unlock(&r->mu);
+	return done;
+}
+
+void
+snaprun_cancel(struct snaprun *r, int wait_ms)
+{
+	struct timespec ts;
+	char errbuf[256];
+
+	pthread_mutex_lock(&r->mu);
+	r->abort = true;
+	pthread_cond_broadcast(&r->cv_free);
+	pthread_cond_broadcast(&r->cv_queue);
+	for (int i = 0; i < r->nworkers; i++)
+		if (r->w[i].cancel)
+			PQcancel(r->w[i].cancel, errbuf, sizeof(errbuf));
+	deadline_in(&ts, wait_ms);
+	while (r->running > 0)
+		if (pthread_cond_timedwait(&r->cv_main, &r->mu, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&r->mu);
+}
+
+int
+snaprun_error(struct snaprun *r, const char **msg)
+{
+	*msg = r->err_msg;
+	return r->err_code ? r->err_code : EXIT_RUNTIME;
+}
+
+void
+snaprun_finish(struct snaprun *r)
+{
+	for (int i = 0; i < r->nworkers; i++)
+		pthread_join(r->w[i].th, NULL);
+	if (r->writer_started)
+		pthread_join(r->writer, NULL);
+	for (int i = 0; i < r->nslots; i++)
+		free(r->slots[i].data);
+	free(r->slots);
+	free(r->w);
+	free(r->st);
+	pthread_cond_destroy(&r->cv_free);
+	pthread_cond_destroy(&r->cv_queue);
+	pthread_cond_destroy(&r->cv_main);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
