@@ -1,0 +1,723 @@
+/*
+ * pg-apply - apply a change stream (formats/stream-v1.md) to a target
+ * database exactly once. Progress lives in the target (pgsync.job), written
+ * in the same transaction as the changes it covers; a checkpoint file
+ * repeats the durable position for pg-walcat --ack-file and pg-ack.
+ */
+#include "applier.h"
+#include "catalog.h"
+#include "checkpoint.h"
+#include "common.h"
+#include "conn.h"
+#include "heartbeat.h"
+#include "input.h"
+#include "jobrow.h"
+#include "log.h"
+#include "lsn.h"
+#include "relcache.h"
+#include "sig.h"
+#include "snapload.h"
+#include "streamread.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define CHECKPOINT_EVERY_MS 200
+#define LOCK_WAIT_MS 10000
+
+static const char usage_text[] =
+	"usage: pg-apply [-d CONNINFO] [--job NAME] [--checkpoint FILE] [-j N]\n"
+	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
+	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
+	"                [--copy-threshold ROWS] [--log-level LEVEL] [--json] [FILE...]\n";
+
+static const char help_text[] =
+	"\n"
+	"Apply a pgsync change stream (plain or zstd) to the target exactly once.\n"
+	"FILEs are read in order as one stream; none or \"-\" reads stdin.\n"
+	"\n"
+	"  -d, --dbname=CONNINFO          target connection (default: libpq environment)\n"
+	"      --job=NAME                 pgsync.job row to record progress in\n"
+	"                                 (default: the slot named in the stream header)\n"
+	"      --checkpoint=FILE          write the durable position to FILE\n"
+	"  -j, --jobs=N                   parallel connections for a snapshot section (4)\n"
+	"      --max-batch-bytes=SIZE     commit after this much stream text (16MB)\n"
+	"      --max-batch-delay=DURATION commit after this long (100ms)\n"
+	"      --max-message-bytes=SIZE   longest accepted line (32MB)\n"
+	"      --heartbeat-interval=DURATION  pgsync.job_runtime update interval (10s, 0: off)\n"
+	"      --copy-threshold=ROWS      insert run length that switches to COPY (32, 0: never)\n"
+	"      --log-level=LEVEL          debug, info, warning or error (info)\n"
+	"      --json                     log JSON lines\n"
+	"  -h, --help                     show this help\n"
+	"      --version                  show the version\n";
+
+struct app {
+	/* options */
+	const char *conninfo, *job_opt, *checkpoint_path;
+	int jobs, copy_threshold;
+	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
+	char **files;
+	int nfiles, cur;
+	struct input *in;
+
+	PGconn *conn, *meta;
+	struct streamread *sr;
+	struct relcache *rc;
+	struct applier *ap;
+	struct heartbeat *hb;
+	bool replica_role;
+
+	/* the job and the identity of its source */
+	bool job_ready;
+	char job[256], sysid[24], slot[128], source_version[16];
+	uint32_t timeline;
+
+	/* positions: durable on the target, applied in the open batch, seen */
+	lsn_t durable, applied, received;
+	char commit_time[40], batch_commit_time[40];
+
+	/* the source transaction being read */
+	bool skipping;
+	uint64_t xid;
+	lsn_t commit_lsn;
+
+	/* the open batch */
+	bool batch_dirty;
+	uint64_t batch_bytes, batch_start_ms, batch_txns;
+
+	uint64_t transactions, skipped;
+	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */
+	double last_apply_at;
+	lsn_t cp_written;
+	uint64_t cp_last_ms;
+	bool cp_ever;
+};
+
+static struct app A;
+
+static double
+wall_seconds(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (double) tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+static void __attribute__((noreturn))
+usage_error(const char *msg)
+{
+	if (msg)
+		log_error("%s", msg);
+	fputs(usage_text, stderr);
+	exit(EXIT_USAGE);
+}
+
+/* --- checkpoint and heartbeat ------------------------------------------ */
+
+static void
+write_checkpoint(bool force)
+{
+	struct checkpoint cp;
+	char err[512];
+
+	if (A.checkpoint_path == NULL || !A.job_ready)
+		return;
+	if (A.cp_ever && A.cp_written == A.durable)
+		return;
+	if (!force && now_ms() - A.cp_last_ms < CHECKPOINT_EVERY_MS)
+		return;
+	memset(&cp, 0, sizeof(cp));
+	cp.lsn = A.durable;
+	snprintf(cp.sysid, sizeof(cp.sysid), "%s", A.sysid);
+	cp.timeline = A.timeline;
+	snprintf(cp.slot, sizeof(cp.slot), "%s", strcmp(A.slot, "-") == 0 ? "" : A.slot);
+	if (checkpoint_write(A.checkpoint_path, &cp, err, sizeof(err)) != 0)
+		log_fatal(EXIT_RUNTIME, "%s", err);
+	A.cp_written = A.durable;
+	A.cp_last_ms = now_ms();
+	A.cp_ever = true;
+}
+
+static void
+heartbeat(bool force, bool stopped, const char *state)
+{
+	struct hb_stats st = {
+		.state = state,
+		.source_version = A.source_version[0] ? A.source_version : NULL,
+		.received = A.received,
+		.applied = A.durable,
+		.transactions = A.transactions,
+		.changes = A.changes,
+		.last_apply_at = A.last_apply_at,
+		.last_commit_time = A.commit_time[0] ? A.commit_time : NULL,
+	};
+
+	if (A.hb)
+		heartbeat_tick(A.hb, A.meta, &st, force, stopped);
+}
+
+/* Milliseconds the main loop may sleep before a timer needs it. */
+static int
+timer_wait_ms(void)
+{
+	uint64_t w = 1000;
+
+	if (A.hb && heartbeat_wait_ms(A.hb) < w)
+		w = heartbeat_wait_ms(A.hb);
+	if (A.checkpoint_path && A.cp_ever && A.cp_written != A.durable)
+	{
+		uint64_t since = now_ms() - A.cp_last_ms;
+
+		w = since >= CHECKPOINT_EVERY_MS ? 0 : (CHECKPOINT_EVERY_MS - since < w ? CHECKPOINT_EVERY_MS - since : w);
+	}
+	return (int) w;
+}
+
+static void
+timers(void)
+{
+	write_checkpoint(false);
+	heartbeat(false, false, "STREAMING");
+}
+
+/* --- failure and stop -------------------------------------------------- */
+
+/* Everything not committed is rolled back by closing the session. */
+static void __attribute__((noreturn))
+fail(const struct apply_err *err)
+{
+	if (err->code == EXIT_DONE)
+	{
+		/* Stopped by a signal while the target was busy: a clean stop. */
+		log_info("%s", err->msg);
+		if (A.conn)
+			PQfinish(A.conn);
+		A.conn = NULL;
+		write_checkpoint(true);
+		heartbeat(true, true, "STOPPED");
+		exit(EXIT_DONE);
+	}
+	log_error("%s", err->msg);
+	write_checkpoint(true);
+	if (A.conn)
+		PQfinish(A.conn);
+	exit(err->code);
+}
+
+static void __attribute__((noreturn))
+fail_in(bool with_line, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* An error about the input, located by input name (and line number). */
+static void
+fail_in(bool with_line, int code, const char *fmt, ...)
+{
+	struct apply_err e;
+	va_list ap;
+	int n;
+
+	if (with_line)
+		n = snprintf(e.msg, sizeof(e.msg), "%s:%llu: ", input_name(A.in),
+					 (unsigned long long) input_lineno(A.in));
+	else
+		n = snprintf(e.msg, sizeof(e.msg), "%s: ", input_name(A.in));
+	va_start(ap, fmt);
+	vsnprintf(e.msg + n, sizeof(e.msg) - (size_t) n, fmt, ap);
+	va_end(ap);
+	e.code = code;
+	fail(&e);
+}
+
+#define fail_at(...) fail_in(true, __VA_ARGS__)
+
+static void
+commit_batch(void)
+{
+	struct apply_err err;
+
+	if (!A.batch_dirty && (A.ap == NULL || !applier_txn_open(A.ap)))
+		return;
+	if (!applier_commit(A.ap, A.applied, A.batch_commit_time[0] ? A.batch_commit_time : NULL, &err))
+		fail(&err);
+	A.durable = A.applied;
+	if (A.batch_commit_time[0])
+		memcpy(A.commit_time, A.batch_commit_time, sizeof(A.commit_time));
+	A.transactions += A.batch_txns;
+	A.changes += applier_rows(A.ap) - A.rows_mark;
+	A.rows_mark = applier_rows(A.ap);
+	A.last_apply_at = wall_seconds();
+	A.batch_dirty = false;
+	A.batch_bytes = A.batch_txns = 0;
+	A.batch_start_ms = 0;
+	A.batch_commit_time[0] = '\0';
+	write_checkpoint(false);
+}
+
+/* Forget the open batch: the producer sends it again. */
+static void
+rollback_batch(void)
+{
+	struct apply_err err;
+
+	if (A.ap && !applier_rollback(A.ap, &err))
+		fail(&err);
+	if (A.ap)
+		A.rows_mark = applier_rows(A.ap);
+	A.applied = A.durable;
+	A.batch_dirty = false;
+	A.batch_bytes = A.batch_txns = 0;
+	A.batch_start_ms = 0;
+	A.batch_commit_time[0] = '\0';
+	A.skipping = false;
+}
+
+static void __attribute__((noreturn))
+finish(bool signalled)
+{
+	char l[LSN_BUFSZ];
+
+	if (sr_in_txn(A.sr))
+		rollback_batch();
+	else
+		commit_batch();
+	write_checkpoint(true);
+	heartbeat(true, true, "STOPPED");
+	if (A.job_ready)
+		log_info("%s: applied %llu transactions, skipped %llu already applied; position %s",
+				 signalled ? "stopped by signal" : "end of stream",
+				 (unsigned long long) A.transactions, (unsigned long long) A.skipped,
+				 lsn_format(A.durable, l));
+	PQfinish(A.conn);
+	PQfinish(A.meta);
+	exit(EXIT_DONE);
+}
+
+/* --- the job row ------------------------------------------------------- */
+
+static void
+init_job(const struct sr_record *rec)
+{
+	struct job_identity id;
+	struct apply_err err;
+	struct applier_opts ao;
+
+	if (A.job_opt)
+		snprintf(A.job, sizeof(A.job), "%s", A.job_opt);
+	else if (strcmp(rec->slot, "-") == 0)
+		log_fatal(EXIT_USAGE, "the stream names no slot: use --job NAME");
+	else
+		snprintf(A.job, sizeof(A.job), "%s", rec->slot);
+	memcpy(A.sysid, rec->sysid, sizeof(A.sysid));
+	memcpy(A.slot, rec->slot, sizeof(A.slot));
+	A.timeline = rec->timeline;
+	memcpy(id.sysid, A.sysid, sizeof(id.sysid));
+	memcpy(id.slot, A.slot, sizeof(id.slot));
+	id.timeline = A.timeline;
+
+	/* One applier per job: a second one would apply twice. */
+	if (!jobrow_lock(A.conn, A.job, LOCK_WAIT_MS, &err) ||
+		!jobrow_open(A.meta, A.job, &id, &A.durable, A.commit_time, sizeof(A.commit_time), &err) ||
+		(A.checkpoint_path && !jobrow_check_checkpoint(A.checkpoint_path, A.job, &id, A.durable, &err)))
+		fail(&err);
+	A.applied = A.received = A.durable;
+
+	A.rc = relcache_new(A.job);
+	if (!relcache_load_tables(A.rc, A.meta, &err))
+		fail(&err);
+	ao.job = A.job;
+	ao.copy_threshold = A.copy_threshold;
+	if ((A.ap = applier_new(A.conn, A.meta, A.rc, &ao, &A.replica_role, &err)) == NULL)
+		fail(&err);
+	if (!A.replica_role)
+		log_info("no permission to set session_replication_role: triggers and foreign keys stay active on the target");
+	A.hb = heartbeat_new(A.job, A.heartbeat_ms);
+	A.job_ready = true;
+	write_checkpoint(true);
+	heartbeat(true, false, "STREAMING");
+}
+
+/* --- records ----------------------------------------------------------- */
+
+static void
+on_header(const struct sr_record *rec)
+{
+	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+
+	for (size_t i = 6; i < rec->nf; i++)
+		if (rec->f[i].n > 7 && rec->f[i].n < 7 + sizeof(A.source_version) &&
+			memcmp(rec->f[i].p, "server=", 7) == 0)
+			snprintf(A.source_version, sizeof(A.source_version), "%.*s", (int) rec->f[i].n - 7, rec->f[i].p + 7);
+	if (!A.job_ready)
+		init_job(rec);
+	else if (strcmp(rec->sysid, A.sysid) != 0 || rec->timeline != A.timeline ||
+			 strcmp(rec->slot, A.slot) != 0)
+		fail_at(EXIT_CONTINUITY,
+				"stream from source %s timeline %u slot \"%s\" follows one from source %s timeline %u slot \"%s\": resync required",
+				rec->sysid, rec->timeline, rec->slot, A.sysid, A.timeline, A.slot);
+	else if (rec->interrupted)
+	{
+		log_warn("%s:%llu: stream restarted inside transaction %llu: discarding the uncommitted batch; the producer sends it again",
+				 input_name(A.in), (unsigned long long) input_lineno(A.in), (unsigned long long) rec->open_xid);
+		rollback_batch();
+	}
+	else
+		commit_batch();
+	if (rec->lsn > A.applied && A.applied != 0)
+		log_warn("%s:%llu: stream starts at %s, after the applied position %s: transactions in between are not in this stream",
+				 input_name(A.in), (unsigned long long) input_lineno(A.in),
+				 lsn_format(rec->lsn, a), lsn_format(A.applied, b));
+}
+
+static void
+on_snapshot(const struct sr_record *rec)
+{
+	struct snapload_opts so = {A.conninfo, A.jobs, A.job, A.replica_role};
+	struct apply_err err;
+	char l[LSN_BUFSZ];
+	lsn_t pos = 0;
+	int rc;
+
+	commit_batch();
+	heartbeat(true, false, "SNAPSHOTTING");
+	rc = snapload_section(A.in, rec->f, rec->nf, &so, &pos);
+	if (rc != EXIT_DONE)
+	{
+		write_checkpoint(true);
+		exit(rc);
+	}
+	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
+		fail(&err);
+	A.durable = A.applied = pos;
+	if (pos > A.received)
+		A.received = pos;
+	write_checkpoint(true);
+	if (!relcache_load_tables(A.rc, A.meta, &err))
+		fail(&err);
+	log_info("snapshot loaded; changes continue from %s", lsn_format(pos, l));
+	heartbeat(true, false, "STREAMING");
+}
+
+static void
+on_line(const char *line, size_t len)
+{
+	struct sr_record rec;
+	struct apply_err err;
+
+	if (!sr_parse(A.sr, line, len, &rec))
+		fail_at(EXIT_UNSUPPORTED, "%s", sr_error(A.sr));
+	switch (rec.type)
+	{
+		case SR_HEADER:
+			on_header(&rec);
+			if (rec.lsn > A.received)
+				A.received = rec.lsn;
+			break;
+		case SR_RELATION:
+		case SR_TYPE:
+		case SR_ORIGIN:
+			break;
+		case SR_BEGIN:
+			A.xid = rec.xid;
+			A.commit_lsn = rec.lsn;
+			/* Below the applied position: applied before, by us or a batch
+			 * still open. Read it to its COMMIT and drop it. */
+			A.skipping = rec.lsn < A.applied;
+			if (A.skipping)
+				A.skipped++;
+			else if (A.batch_start_ms == 0)
+				A.batch_start_ms = now_ms();
+			break;
+		case SR_INSERT:
+		case SR_UPDATE:
+		case SR_DELETE:
+		case SR_TRUNCATE:
+			if (!A.skipping && !applier_change(A.ap, &rec, A.xid, A.commit_lsn, &err))
+				fail(&err);
+			break;
+		case SR_MESSAGE:
+			log_debug("ignoring a logical message at line %llu", (unsigned long long) input_lineno(A.in));
+			break;
+		case SR_COMMIT:
+			if (rec.end_lsn > A.received)
+				A.received = rec.end_lsn;
+			if (A.skipping)
+			{
+				A.skipping = false;
+				break;
+			}
+			if (rec.end_lsn > A.applied)
+				A.applied = rec.end_lsn;
+			snprintf(A.batch_commit_time, sizeof(A.batch_commit_time), "%.*s", (int) rec.time.n, rec.time.p);
+			A.batch_txns++;
+			A.batch_dirty = true;
+			A.batch_bytes += len + 1;
+			if (A.batch_bytes >= A.max_batch_bytes || now_ms() - A.batch_start_ms >= A.max_batch_delay_ms ||
+				applier_wants_commit(A.ap))
+				commit_batch();
+			return;
+		case SR_POSITION:
+		case SR_END:
+			if (rec.lsn > A.received)
+				A.received = rec.lsn;
+			if (rec.lsn > A.applied)
+			{
+				A.applied = rec.lsn;
+				A.batch_dirty = true;
+			}
+			break;
+		case SR_SNAPSHOT:
+			on_snapshot(&rec);
+			break;
+	}
+	if (sr_in_txn(A.sr) && !A.skipping)
+		A.batch_bytes += len + 1;
+}
+
+/* --- input ------------------------------------------------------------- */
+
+static bool
+open_next_input(void)
+{
+	const char *name;
+	int fd;
+
+	if (A.cur >= A.nfiles)
+		return false;
+	name = A.files[A.cur++];
+	if (strcmp(name, "-") == 0)
+		fd = STDIN_FILENO;
+	else if ((fd = open(name, O_RDONLY | O_CLOEXEC)) < 0)
+		log_fatal(EXIT_USAGE, "cannot open \"%s\": %s", name, strerror(errno));
+	input_close(A.in);
+	A.in = input_open(fd, name, A.max_message_bytes);
+	return true;
+}
+
+/* The producer died mid-transaction or mid-line: nothing of it applies. */
+static void __attribute__((noreturn))
+truncated(void)
+{
+	unsigned long long line = (unsigned long long) input_lineno(A.in) + 1;
+	bool in_txn = sr_in_txn(A.sr);
+	uint64_t xid = sr_txn_xid(A.sr);
+
+	rollback_batch();
+	if (in_txn)
+		fail_in(false, EXIT_RUNTIME, "stream truncated in transaction %llu at line %llu",
+				(unsigned long long) xid, line);
+	fail_in(false, EXIT_RUNTIME, "stream truncated at line %llu", line);
+}
+
+static void
+wait_input(void)
+{
+	struct pollfd p[2] = {{input_fd(A.in), POLLIN, 0}, {sig_fd(), POLLIN, 0}};
+
+	if (poll(p, 2, timer_wait_ms()) > 0 && (p[1].revents & POLLIN))
+		sig_drain();
+}
+
+static void
+run(void)
+{
+	unsigned lines = 0;
+
+	for (;;)
+	{
+		const char *line;
+		size_t len;
+
+		if (sig_stop_requested())
+			finish(true);
+		switch (input_next(A.in, &line, &len, 0))
+		{
+			case IN_LINE:
+				on_line(line, len);
+				if (++lines % 256 == 0)
+					timers();
+				break;
+			case IN_AGAIN:
+				/* Nothing more right now: make what we have durable. */
+				if (!sr_in_txn(A.sr))
+					commit_batch();
+				timers();
+				wait_input();
+				break;
+			case IN_EOF:
+				if (open_next_input())
+					break;
+				if (sr_in_txn(A.sr))
+					truncated();
+				finish(false);
+			case IN_TRUNCATED:
+				truncated();
+			case IN_TOOLONG:
+				fail_in(false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
+						(unsigned long long) input_lineno(A.in) + 1,
+						(unsigned long long) A.max_message_bytes);
+			case IN_ERROR:
+				fail_in(false, EXIT_RUNTIME, "cannot read the stream");
+		}
+	}
+}
+
+/* --- options and start ------------------------------------------------- */
+
+enum {
+	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
+	OPT_HEARTBEAT, OPT_COPY, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
+};
+
+static void
+parse_options(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"job", required_argument, NULL, OPT_JOB},
+		{"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+		{"jobs", required_argument, NULL, 'j'},
+		{"max-batch-bytes", required_argument, NULL, OPT_BATCH_BYTES},
+		{"max-batch-delay", required_argument, NULL, OPT_BATCH_DELAY},
+		{"max-message-bytes", required_argument, NULL, OPT_MSG_BYTES},
+		{"heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT},
+		{"copy-threshold", required_argument, NULL, OPT_COPY},
+		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{NULL, 0, NULL, 0},
+	};
+	static char *stdin_only[] = {"-"};
+	char msg[256];
+	long v;
+	int c;
+	enum log_level level;
+
+	A.jobs = 4;
+	A.copy_threshold = 32;
+	A.max_batch_bytes = 16 * 1024 * 1024;
+	A.max_batch_delay_ms = 100;
+	A.max_message_bytes = 32 * 1024 * 1024;
+	A.heartbeat_ms = 10000;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:j:h", opts, NULL)) != -1)
+	{
+		const char *bad = NULL;
+
+		switch (c)
+		{
+			case 'd': A.conninfo = optarg; break;
+			case OPT_JOB:
+				if (optarg[0] == '\0' || strlen(optarg) >= sizeof(A.job))
+					bad = "--job";
+				A.job_opt = optarg;
+				break;
+			case OPT_CHECKPOINT: A.checkpoint_path = optarg; break;
+			case 'j':
+				if (!parse_int(optarg, 1, 64, &v))
+					bad = "--jobs";
+				A.jobs = (int) v;
+				break;
+			case OPT_BATCH_BYTES:
+				if (!parse_size(optarg, &A.max_batch_bytes) || A.max_batch_bytes == 0)
+					bad = "--max-batch-bytes";
+				break;
+			case OPT_BATCH_DELAY:
+				if (!parse_duration_ms(optarg, &A.max_batch_delay_ms))
+					bad = "--max-batch-delay";
+				break;
+			case OPT_MSG_BYTES:
+				if (!parse_size(optarg, &A.max_message_bytes) || A.max_message_bytes < 1024 ||
+					A.max_message_bytes > (uint64_t) 1 << 31)
+					bad = "--max-message-bytes";
+				break;
+			case OPT_HEARTBEAT:
+				if (!parse_duration_ms(optarg, &A.heartbeat_ms))
+					bad = "--heartbeat-interval";
+				break;
+			case OPT_COPY:
+				if (!parse_int(optarg, 0, 1000000, &v))
+					bad = "--copy-threshold";
+				A.copy_threshold = (int) v;
+				break;
+			case OPT_LOG_LEVEL:
+				if (!log_parse_level(optarg, &level))
+					bad = "--log-level";
+				else
+					log_set_level(level);
+				break;
+			case OPT_JSON: log_set_json(true); break;
+			case 'h':
+				fputs(usage_text, stdout);
+				fputs(help_text, stdout);
+				exit(EXIT_DONE);
+			case OPT_VERSION:
+				printf("pg-apply (pgsync) %s\n", PGSYNC_VERSION);
+				exit(EXIT_DONE);
+			case ':':
+				snprintf(msg, sizeof(msg), "option %s needs a value", argv[optind - 1]);
+				usage_error(msg);
+			default:
+				snprintf(msg, sizeof(msg), "unknown option %s", argv[optind - 1]);
+				usage_error(msg);
+		}
+		if (bad)
+		{
+			snprintf(msg, sizeof(msg), "invalid value for %s: \"%s\"", bad, optarg);
+			usage_error(msg);
+		}
+	}
+	A.files = optind < argc ? argv + optind : stdin_only;
+	A.nfiles = optind < argc ? argc - optind : 1;
+}
+
+static PGconn *
+connect_target(void)
+{
+	char shown[512];
+	struct pgerr pe;
+	PGconn *c = conn_open(A.conninfo, false, &pe);
+
+	if (c == NULL)
+	{
+		conn_display(A.conninfo, shown, sizeof(shown));
+		log_fatal(pe.retryable ? EXIT_RUNTIME : EXIT_PREFLIGHT, "cannot connect to the target (%s): %s",
+				  shown, pe.msg);
+	}
+	return c;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct pgerr pe;
+
+	log_init(argv[0]);
+	parse_options(argc, argv);
+	sig_setup();
+	/* Opened before connecting: a wrong file name is a usage error. */
+	for (int i = 0; i < A.nfiles; i++)
+		if (strcmp(A.files[i], "-") != 0 && access(A.files[i], R_OK) != 0)
+			log_fatal(EXIT_USAGE, "cannot open \"%s\": %s", A.files[i], strerror(errno));
+	open_next_input();
+
+	A.conn = connect_target();
+	A.meta = connect_target();
+	if (!catalog_ensure(A.meta, &pe))
+		log_fatal(strcmp(pe.sqlstate, "42501") == 0 ? EXIT_PREFLIGHT : EXIT_RUNTIME,
+				  "cannot create the pgsync schema on the target: %s%s%s%s", pe.msg,
+				  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+	/* format_type() then qualifies names as the apply session needs them. */
+	if (!conn_command(A.meta, "SET search_path = ''", 0, NULL, &pe))
+		log_fatal(EXIT_RUNTIME, "cannot set up the metadata session: %s", pe.msg);
+	A.sr = sr_new();
+	run();
+}

@@ -1,0 +1,157 @@
+#include "jobrow.h"
+#include "applyerr.h"
+#include "checkpoint.h"
+#include "common.h"
+#include "conn.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool
+query_failed(struct apply_err *err, const char *what, const struct pgerr *pe)
+{
+	apply_err_set(err, applyerr_exit_code(pe->sqlstate) == EXIT_PREFLIGHT ? EXIT_PREFLIGHT : EXIT_RUNTIME,
+				  "cannot %s: %s%s%s%s", what, pe->msg, pe->sqlstate[0] ? " (SQLSTATE " : "",
+				  pe->sqlstate, pe->sqlstate[0] ? ")" : "");
+	return false;
+}
+
+bool
+jobrow_lock(PGconn *conn, const char *job, uint64_t wait_ms, struct apply_err *err)
+{
+	const char *params[1] = {job};
+	uint64_t start = now_ms();
+
+	for (;;)
+	{
+		struct pgerr pe;
+		PGresult *res = conn_query(conn, "SELECT pg_catalog.pg_try_advisory_lock(7442718, pg_catalog.hashtext($1))",
+								   1, params, 1, &pe);
+		bool got;
+
+		if (res == NULL)
+			return query_failed(err, "lock the job", &pe);
+		got = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		PQclear(res);
+		if (got)
+			return true;
+		/* A killed predecessor's session may take a moment to go away. */
+		if (now_ms() - start > wait_ms)
+		{
+			apply_err_set(err, EXIT_RUNTIME, "job \"%s\" is being applied by another process", job);
+			return false;
+		}
+		usleep(100 * 1000);
+	}
+}
+
+bool
+jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t *applied,
+			char *commit_time, size_t commit_time_len, struct apply_err *err)
+{
+	char tl[16];
+	const char *params[4] = {job, id->slot, id->sysid, tl};
+	struct pgerr pe;
+	PGresult *res;
+
+	snprintf(tl, sizeof(tl), "%u", id->timeline);
+	res = conn_query(meta, "INSERT INTO pgsync.job (job, state, slot, source_sysid, source_timeline)"
+					 " VALUES ($1, 'STREAMING', $2, $3, $4) ON CONFLICT (job) DO NOTHING RETURNING job",
+					 4, params, 1, &pe);
+	if (res == NULL)
+		return query_failed(err, "create the job row", &pe);
+	PQclear(res);
+	/* A row made by the orchestrator may not know its source yet. */
+	res = conn_query(meta, "UPDATE pgsync.job SET source_sysid = $3, source_timeline = $4,"
+					 " slot = coalesce(slot, $2), updated_at = pg_catalog.now()"
+					 " WHERE job = $1 AND source_sysid IS NULL RETURNING job",
+					 4, params, 1, &pe);
+	if (res == NULL)
+		return query_failed(err, "record the source of the job", &pe);
+	PQclear(res);
+	res = conn_query(meta, "SELECT coalesce(slot, ''), source_sysid, source_timeline,"
+					 " coalesce(applied_lsn::text, '0/0'), coalesce(applied_commit_time::text, '')"
+					 " FROM pgsync.job WHERE job = $1",
+					 1, params, 5, &pe);
+	if (res == NULL)
+		return query_failed(err, "read the job row", &pe);
+	if (PQntuples(res) != 1)
+	{
+		PQclear(res);
+		apply_err_set(err, EXIT_RUNTIME, "the row of job \"%s\" vanished from pgsync.job", job);
+		return false;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), id->sysid) != 0 || strcmp(PQgetvalue(res, 0, 2), tl) != 0 ||
+		strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
+	{
+		apply_err_set(err, EXIT_CONTINUITY,
+					  "stream from source %s timeline %s slot \"%s\" does not match job \"%s\", which applies source %s timeline %s slot \"%s\": resync required",
+					  id->sysid, tl, id->slot, job, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+					  PQgetvalue(res, 0, 0));
+		PQclear(res);
+		return false;
+	}
+	if (!lsn_parse(PQgetvalue(res, 0, 3), applied))
+	{
+		PQclear(res);
+		apply_err_set(err, EXIT_RUNTIME, "unexpected applied_lsn in pgsync.job");
+		return false;
+	}
+	snprintf(commit_time, commit_time_len, "%s", PQgetvalue(res, 0, 4));
+	PQclear(res);
+	return true;
+}
+
+bool
+jobrow_check_checkpoint(const char *path, const char *job, const struct job_identity *id,
+						lsn_t applied, struct apply_err *err)
+{
+	struct checkpoint cp;
+	char msg[512], a[LSN_BUFSZ], b[LSN_BUFSZ];
+
+	switch (checkpoint_read(path, &cp, msg, sizeof(msg)))
+	{
+		case CP_MISSING:
+			return true;
+		case CP_INVALID:
+			apply_err_set(err, EXIT_USAGE, "%s", msg);
+			return false;
+		case CP_OK:
+			break;
+	}
+	if ((cp.sysid[0] && strcmp(cp.sysid, id->sysid) != 0) ||
+		(cp.timeline && cp.timeline != id->timeline) ||
+		(cp.slot[0] && strcmp(id->slot, "-") != 0 && strcmp(cp.slot, id->slot) != 0))
+	{
+		apply_err_set(err, EXIT_CONTINUITY,
+					  "checkpoint file \"%s\" belongs to source %s timeline %u slot \"%s\", the stream to source %s timeline %u slot \"%s\": resync required",
+					  path, cp.sysid, cp.timeline, cp.slot, id->sysid, id->timeline, id->slot);
+		return false;
+	}
+	if (applied < cp.lsn)
+	{
+		apply_err_set(err, EXIT_CONTINUITY,
+					  "checkpoint file \"%s\" says %s was applied, but the target records only %s for job \"%s\": the slot may have released changes the target never got; resync required",
+					  path, lsn_format(cp.lsn, a), lsn_format(applied, b), job);
+		return false;
+	}
+	return true;
+}
+
+bool
+jobrow_snapshot_done(PGconn *meta, const char *job, lsn_t position, struct apply_err *err)
+{
+	char l[LSN_BUFSZ];
+	const char *params[2] = {job, lsn_format(position, l)};
+	struct pgerr pe;
+	PGresult *res = conn_query(meta, "UPDATE pgsync.job SET applied_lsn = $2::pg_catalog.pg_lsn,"
+							   " snapshot_done_at = pg_catalog.now(), updated_at = pg_catalog.now()"
+							   " WHERE job = $1 RETURNING job",
+							   2, params, 1, &pe);
+
+	if (res == NULL)
+		return query_failed(err, "record the snapshot position", &pe);
+	PQclear(res);
+	return true;
+}

@@ -1,0 +1,390 @@
+#include "relcache.h"
+#include "common.h"
+#include "conn.h"
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Past this many column sets a relation's rarer shapes run unnamed, so a
+ * table with many TOASTed columns cannot grow the cache without bound. */
+#define RC_MAX_STMTS 64
+
+struct relcache {
+	char *job;
+	char **tables;				/* "schema\ntable" of the job's snapshot */
+	size_t ntables;
+	unsigned stmt_counter;
+};
+
+void
+apply_err_set(struct apply_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+struct relcache *
+relcache_new(const char *job)
+{
+	struct relcache *rc = xcalloc(1, sizeof(*rc));
+
+	rc->job = xstrdup(job);
+	return rc;
+}
+
+static void
+free_tables(struct relcache *rc)
+{
+	for (size_t i = 0; i < rc->ntables; i++)
+		free(rc->tables[i]);
+	free(rc->tables);
+	rc->tables = NULL;
+	rc->ntables = 0;
+}
+
+void
+relcache_free(struct relcache *rc)
+{
+	if (rc == NULL)
+		return;
+	free_tables(rc);
+	free(rc->job);
+	free(rc);
+}
+
+bool
+relcache_load_tables(struct relcache *rc, PGconn *meta, struct apply_err *err)
+{
+	const char *params[1] = {rc->job};
+	struct pgerr pe;
+	PGresult *res = conn_query(meta, "SELECT schema_name, table_name FROM pgsync.table_sync WHERE job = $1",
+							   1, params, 2, &pe);
+
+	if (res == NULL)
+	{
+		apply_err_set(err, EXIT_RUNTIME, "cannot read pgsync.table_sync: %s%s%s%s", pe.msg,
+					  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		return false;
+	}
+	free_tables(rc);
+	rc->ntables = (size_t) PQntuples(res);
+	rc->tables = xcalloc(rc->ntables ? rc->ntables : 1, sizeof(char *));
+	for (size_t i = 0; i < rc->ntables; i++)
+	{
+		struct buf b = BUF_INIT;
+
+		buf_printf(&b, "%s\n%s", PQgetvalue(res, (int) i, 0), PQgetvalue(res, (int) i, 1));
+		rc->tables[i] = buf_cstr(&b);
+	}
+	PQclear(res);
+	return true;
+}
+
+static bool
+in_snapshot(const struct relcache *rc, const struct sr_rel *srel)
+{
+	size_t ns = strlen(srel->schema);
+
+	if (rc->ntables == 0)
+		return true;			/* no bootstrap recorded tables: no restriction */
+	for (size_t i = 0; i < rc->ntables; i++)
+		if (strncmp(rc->tables[i], srel->schema, ns) == 0 && rc->tables[i][ns] == '\n' &&
+			strcmp(rc->tables[i] + ns + 1, srel->table) == 0)
+			return true;
+	return false;
+}
+
+static void
+free_stmts(struct rc_rel *r)
+{
+	for (struct rc_stmt *s = r->stmts, *next; s; s = next)
+	{
+		next = s->next;
+		free(s->sig);
+		free(s);
+	}
+	r->stmts = NULL;
+	r->nstmts = 0;
+}
+
+static void
+free_cols(struct rc_col *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free(cols[i].name);
+		free(cols[i].qname);
+		free(cols[i].type);
+		free(cols[i].fulltype);
+	}
+	free(cols);
+}
+
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211ULL;
+	return h;
+}
+
+/*
+ * Casts use the type's own name, schema-qualified ("pg_catalog.bpchar"):
+ * format_type() without a modifier says "character", which as a cast means
+ * char(1) and would silently truncate the value being looked up.
+ *
+ * A type without a default btree operator class (json, point, xml, arrays
+ * and composites of such) has no usable "=": such columns are compared by the
+ * text form of both sides, both produced by the target, which is exact for
+ * values that came from the same text.
+ */
+static const char cols_sql[] =
+	"SELECT a.attname, pg_catalog.quote_ident(tn.nspname) || '.' || pg_catalog.quote_ident(t.typname),"
+	" EXISTS (SELECT 1 FROM pg_catalog.pg_opclass oc JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod"
+	"   WHERE am.amname = 'btree' AND oc.opcdefault"
+	"     AND oc.opcintype = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END),"
+	" pg_catalog.format_type(a.atttypid, a.atttypmod)"
+	" FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+	" LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
+	" LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
+	" LEFT JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace"
+	" WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')"
+	" ORDER BY a.attnum";
+
+struct rc_rel *
+relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
+			 bool *stmts_dropped, struct apply_err *err)
+{
+	struct rc_rel *r = srel->user;
+	const char *params[2] = {srel->schema, srel->table};
+	struct rc_col *cols;
+	struct pgerr pe;
+	PGresult *res;
+	uint64_t h = 1469598103934665603ULL;
+	char name[300];
+
+	*stmts_dropped = false;
+	if (r != NULL && r->gen == srel->gen)
+		return r;
+	sr_rel_name(srel, name, sizeof(name));
+	if (!in_snapshot(rc, srel))
+	{
+		apply_err_set(err, EXIT_CONTINUITY,
+					  "table %s is not part of this job's snapshot: add it to replication.tables and resync", name);
+		return NULL;
+	}
+	res = conn_query(meta, cols_sql, 2, params, 4, &pe);
+	if (res == NULL)
+	{
+		apply_err_set(err, EXIT_RUNTIME, "cannot read the columns of %s on the target: %s%s%s%s", name,
+					  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		return NULL;
+	}
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		apply_err_set(err, EXIT_UNSUPPORTED,
+					  "table %s does not exist on the target: create it on the target, then rerun", name);
+		return NULL;
+	}
+	cols = xcalloc(srel->ncols ? (size_t) srel->ncols : 1, sizeof(*cols));
+	for (int i = 0; i < srel->ncols; i++)
+	{
+		int row = -1;
+
+		for (int j = 0; j < PQntuples(res) && row < 0; j++)
+			if (!PQgetisnull(res, j, 0) && strcmp(PQgetvalue(res, j, 0), srel->cols[i].name) == 0)
+				row = j;
+		if (row < 0)
+		{
+			apply_err_set(err, EXIT_UNSUPPORTED,
+						  "column \"%s\" of %s does not exist on the target: apply the DDL on the target, then rerun",
+						  srel->cols[i].name, name);
+			free_cols(cols, i);
+			PQclear(res);
+			return NULL;
+		}
+		cols[i].name = xstrdup(srel->cols[i].name);
+		cols[i].qname = conn_quote_ident(meta, srel->cols[i].name);
+		cols[i].type = xstrdup(PQgetvalue(res, row, 1));
+		cols[i].key = srel->cols[i].key;
+		cols[i].text_cmp = strcmp(PQgetvalue(res, row, 2), "t") != 0;
+		cols[i].fulltype = xstrdup(PQgetvalue(res, row, 3));
+		h = fnv(h, cols[i].name, strlen(cols[i].name) + 1);
+		h = fnv(h, cols[i].type, strlen(cols[i].type) + 1);
+		h = fnv(h, &cols[i].key, 1);
+		h = fnv(h, &cols[i].text_cmp, 1);
+	}
+	PQclear(res);
+	h = fnv(h, &srel->ncols, sizeof(srel->ncols));
+
+	if (r == NULL)
+	{
+		char *qs = conn_quote_ident(meta, srel->schema), *qt = conn_quote_ident(meta, srel->table);
+		struct buf b = BUF_INIT;
+
+		r = xcalloc(1, sizeof(*r));
+		r->srel = srel;
+		r->display = xstrdup(name);
+		buf_printf(&b, "%s.%s", qs, qt);
+		r->qname = buf_cstr(&b);
+		free(qs);
+		free(qt);
+		srel->user = r;
+	}
+	else
+	{
+		free_cols(r->cols, r->ncols);
+		if (r->layout_hash != h)
+		{
+			free_stmts(r);
+			*stmts_dropped = true;
+		}
+	}
+	r->cols = cols;
+	r->ncols = srel->ncols;
+	r->layout_hash = h;
+	r->gen = srel->gen;
+	return r;
+}
+
+static uint64_t
+sig_hash(const char *sig, size_t n)
+{
+	return fnv(1469598103934665603ULL, sig, n);
+}
+
+/* The WHERE clause of a signature, parameters numbered from first. */
+static void
+where_sql(const struct rc_rel *rel, const char *sig, int first, struct buf *sql)
+{
+	int p = first;
+	bool any = false;
+
+	for (int i = 0; i < rel->ncols; i++)
+	{
+		char w = sig[3 + 2 * i];
+		const struct rc_col *c = &rel->cols[i];
+
+		if (w == '-')
+			continue;
+		buf_puts(sql, any ? " AND " : "");
+		any = true;
+		if (w == 'n')
+			buf_printf(sql, "%s IS NULL", c->qname);
+		else if (c->text_cmp)
+			buf_printf(sql, "%s::pg_catalog.text = $%d::%s::pg_catalog.text", c->qname, p++, c->type);
+		else
+			buf_printf(sql, "%s = $%d::%s", c->qname, p++, c->type);
+	}
+}
+
+void
+relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
+{
+	int p = 1;
+	bool any = false;
+
+	buf_reset(sql);
+	if (sig[0] == 'I')
+	{
+		if (rel->ncols == 0)
+		{
+			buf_printf(sql, "INSERT INTO %s DEFAULT VALUES", rel->qname);
+			return;
+		}
+		buf_printf(sql, "INSERT INTO %s (", rel->qname);
+		for (int i = 0; i < rel->ncols; i++)
+			buf_printf(sql, "%s%s", i ? ", " : "", rel->cols[i].qname);
+		buf_puts(sql, ") VALUES (");
+		for (int i = 0; i < rel->ncols; i++)
+			buf_printf(sql, "%s$%d", i ? ", " : "", i + 1);
+		buf_putc(sql, ')');
+		return;
+	}
+	if (sig[0] == 'U')
+	{
+		buf_printf(sql, "UPDATE %s SET ", rel->qname);
+		for (int i = 0; i < rel->ncols; i++)
+			if (sig[2 + 2 * i] == 's')
+			{
+				buf_printf(sql, "%s%s = $%d", any ? ", " : "", rel->cols[i].qname, p++);
+				any = true;
+			}
+	}
+	else
+		buf_printf(sql, "DELETE FROM %s", rel->qname);
+	buf_puts(sql, " WHERE ");
+	/*
+	 * With replica identity full, identical rows are possible: change only
+	 * one of them, as the source did. The condition is repeated outside the
+	 * subquery so that equal ctids in different partitions cannot match.
+	 */
+	if (sig[1] == 'O')
+	{
+		buf_printf(sql, "ctid = (SELECT ctid FROM %s WHERE ", rel->qname);
+		where_sql(rel, sig, p, sql);
+		buf_puts(sql, " LIMIT 1) AND ");
+	}
+	where_sql(rel, sig, p, sql);
+}
+
+struct rc_stmt *
+relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t siglen,
+			  struct buf *sql, bool *created)
+{
+	uint64_t h = sig_hash(sig, siglen);
+	struct rc_stmt *s, **prev;
+
+	*created = false;
+	for (prev = &rel->stmts; (s = *prev) != NULL; prev = &s->next)
+		if (s->hash == h && s->siglen == siglen && memcmp(s->sig, sig, siglen) == 0)
+		{
+			/* Move to the front: the next row usually has the same shape. */
+			*prev = s->next;
+			s->next = rel->stmts;
+			rel->stmts = s;
+			return s;
+		}
+	if (rel->nstmts >= RC_MAX_STMTS)
+		return NULL;
+	s = xcalloc(1, sizeof(*s));
+	s->hash = h;
+	s->sig = xmalloc(siglen);
+	memcpy(s->sig, sig, siglen);
+	s->siglen = siglen;
+	snprintf(s->name, sizeof(s->name), "pgsync_%u", ++rc->stmt_counter);
+	s->nparams = 0;
+	for (int i = 0; i < rel->ncols; i++)
+		s->nparams += (sig[2 + 2 * i] == 's') + (sig[3 + 2 * i] == 'v');
+	s->next = rel->stmts;
+	rel->stmts = s;
+	rel->nstmts++;
+	relcache_sql(rel, sig, sql);
+	*created = true;
+	return s;
+}
+
+void
+relcache_where_cols(const struct rc_rel *rel, const char *sig, struct buf *out)
+{
+	bool any = false;
+
+	buf_putc(out, '(');
+	for (int i = 0; i < rel->ncols; i++)
+		if (sig[3 + 2 * i] != '-')
+		{
+			buf_printf(out, "%s%s", any ? ", " : "", rel->cols[i].name);
+			any = true;
+		}
+	buf_putc(out, ')');
+}

@@ -1,0 +1,97 @@
+/*
+ * relcache.h - the target side of each table a change stream names: the
+ * target's columns matched by name to the stream's, their types, whether the
+ * table belongs to the job's snapshot, and one prepared statement per
+ * (operation, column set) with its SQL. Metadata queries go to a separate
+ * connection; this module never runs a statement on the apply connection.
+ */
+#ifndef PGSYNC_RELCACHE_H
+#define PGSYNC_RELCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+#include "buf.h"
+#include "streamread.h"
+
+/* An error on its way to the user: exit code and one line of text. */
+struct apply_err {
+	int code;
+	char msg[1200];
+};
+
+void apply_err_set(struct apply_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+struct rc_col {
+	char *name;					/* as in the stream (and on the target) */
+	char *qname;				/* quoted identifier */
+	char *type;					/* qualified type name without modifier, for casts */
+	char *fulltype;				/* with modifier, as error messages name it */
+	bool key;					/* replica identity key per the stream */
+	bool text_cmp;				/* no default btree equality: compare as text */
+};
+
+/*
+ * A statement signature: op (I U D T), kind (- N K O), then per column a SET
+ * mark ('s' set, '-' not) and a WHERE mark ('v' compare, 'n' IS NULL, '-').
+ * Parameters are the SET columns in column order, then the 'v' columns.
+ */
+struct rc_stmt {
+	uint64_t hash;
+	char *sig;
+	size_t siglen;
+	char name[24];
+	int nparams;
+	bool prepared;				/* Parse sent (its result may be pending) */
+	struct rc_stmt *next;
+};
+
+struct rc_rel {
+	struct sr_rel *srel;
+	uint64_t gen;				/* srel->gen this was resolved for; 0: never */
+	char *display;				/* schema.table for messages */
+	char *qname;				/* "schema"."table" */
+	int ncols;
+	struct rc_col *cols;
+	struct rc_stmt *stmts;
+	int nstmts;
+	uint64_t layout_hash;		/* names, keys and text_cmp of the columns */
+};
+
+struct relcache;
+
+struct relcache *relcache_new(const char *job);
+void relcache_free(struct relcache *rc);
+
+/* (Re)load the tables of the job's snapshot from pgsync.table_sync. */
+bool relcache_load_tables(struct relcache *rc, PGconn *meta, struct apply_err *err);
+
+/*
+ * The target side of a stream relation, resolved on first use and again
+ * after the stream redefines it. *stmts_dropped is set when the statements
+ * prepared for the old description no longer apply (the caller must not have
+ * results for them pending). Returns NULL with err set (exit code inside).
+ */
+struct rc_rel *relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
+							bool *stmts_dropped, struct apply_err *err);
+
+/*
+ * The statement for a signature; created (name, SQL in sql) when new, in
+ * which case *created is true and the caller must prepare it. Returns NULL
+ * when the relation already has too many statements: the caller then runs
+ * sql unnamed.
+ */
+struct rc_stmt *relcache_stmt(struct relcache *rc, struct rc_rel *rel,
+							  const char *sig, size_t siglen,
+							  struct buf *sql, bool *created);
+
+/* SQL text for a signature (for unnamed execution). */
+void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);
+
+/* "(id, region)": the columns a signature looks rows up by. */
+void relcache_where_cols(const struct rc_rel *rel, const char *sig, struct buf *out);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * streamread.h - parse and check change-stream lines (formats/stream-v1.md)
+ * into records: record names, field counts, escaping, LSNs, integers,
+ * transaction structure and the RELATION each change refers to. Pure: no I/O
+ * and no database, so it can be unit-tested and fuzzed on its own. Never
+ * returns a malformed line as a record, and never puts a value into an error.
+ */
+#ifndef PGSYNC_STREAMREAD_H
+#define PGSYNC_STREAMREAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lsn.h"
+#include "record.h"
+
+/* PostgreSQL's MaxTupleAttributeNumber: no table has more columns. */
+#define SR_MAX_COLS 1664
+
+enum sr_type {
+	SR_HEADER, SR_RELATION, SR_TYPE, SR_BEGIN, SR_ORIGIN, SR_COMMIT,
+	SR_INSERT, SR_UPDATE, SR_DELETE, SR_TRUNCATE, SR_MESSAGE, SR_POSITION,
+	SR_END, SR_SNAPSHOT,
+};
+
+struct sr_col {
+	char *name;					/* unescaped */
+	uint32_t typoid;
+	int32_t typmod;
+	bool key;
+};
+
+/*
+ * A table as the stream describes it. One object per schema/table name for
+ * the reader's lifetime: a new RELATION updates it in place and bumps gen,
+ * so consumers can keep pointers and notice redefinitions cheaply.
+ */
+struct sr_rel {
+	char *schema, *table;		/* unescaped */
+	char *key;					/* the raw "schema TAB table" of the stream */
+	size_t keylen;
+	uint64_t hash;
+	uint32_t relid;
+	char identity;				/* d f i n */
+	int ncols;
+	struct sr_col *cols;
+	uint64_t gen;				/* distinct for every RELATION read */
+	bool defined;				/* described in the current stream */
+	void *user;					/* consumer data, never touched here */
+	struct sr_rel *next;
+};
+
+#define SR_TRUNC_CASCADE 1
+#define SR_TRUNC_RESTART 2
+
+struct sr_record {
+	enum sr_type type;
+	struct field *f;			/* the raw fields, valid until the next call */
+	size_t nf;
+	/* PGCS */
+	char sysid[24];
+	uint32_t timeline;
+	char slot[128];
+	bool interrupted;			/* a transaction was open: it is void */
+	uint64_t open_xid;			/* ... and this was its xid */
+	/* BEGIN, COMMIT, ORIGIN; start of PGCS; POSITION, END, SNAPSHOT position */
+	uint64_t xid;
+	lsn_t lsn;					/* commit LSN or position */
+	lsn_t end_lsn;				/* COMMIT */
+	struct field time;			/* BEGIN, COMMIT, POSITION */
+	/* changes */
+	struct sr_rel *rel;
+	char kind;					/* UPDATE/DELETE: N K O; INSERT: 0 */
+	const struct field *oldv, *newv;	/* ncols values each, or NULL */
+	const char *copy_row;		/* INSERT: the values as a COPY text row */
+	size_t copy_len;
+	/* TRUNCATE */
+	int trunc_flags;
+	struct sr_rel **trunc_rels;
+	size_t ntrunc;
+	/* MESSAGE */
+	bool transactional;
+};
+
+struct streamread;
+
+struct streamread *sr_new(void);
+void sr_free(struct streamread *sr);
+
+/*
+ * Parse one line (without its LF). Returns true with rec filled, or false
+ * with a one-line message in sr_error() (no location: the caller adds input
+ * name and line number). Field pointers point into line.
+ */
+bool sr_parse(struct streamread *sr, const char *line, size_t len,
+			  struct sr_record *rec);
+const char *sr_error(const struct streamread *sr);
+
+/* Inside BEGIN .. COMMIT? And which transaction. */
+bool sr_in_txn(const struct streamread *sr);
+uint64_t sr_txn_xid(const struct streamread *sr);
+/* Has a header been read yet. */
+bool sr_started(const struct streamread *sr);
+
+/* "public.users" for messages (unquoted, as named in the stream). */
+const char *sr_rel_name(const struct sr_rel *rel, char *buf, size_t len);
+
+#endif
