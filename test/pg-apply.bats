@@ -88,6 +88,18 @@ applied_lsn() {
 	[ "$(cat "$BATS_TEST_TMPDIR/cp")" = "$(printf '0/1A03000\nsysid=7442718406132410263\ntimeline=1\nslot=app_slot')" ]
 }
 
+@test "the spec's snapshot and change examples concatenate into one consistent target" {
+	local db=examples_cat
+	q "CREATE DATABASE $db"
+	local url="$tgt_URL dbname=$db"
+	psql -X -q -d "$url" -c "CREATE TABLE public.users (id int PRIMARY KEY, name text, bio text)"
+	run pg-apply -d "$url" <(cat "$PGSYNC_ROOT/formats/example-snapshot.pgcs" "$PGSYNC_ROOT/formats/example-basic.pgcs")
+	[ "$status" -eq 0 ]
+	[ "$(psql -X -qAt -d "$url" -c "SELECT id, name, coalesce(bio, '<null>') FROM public.users ORDER BY id")" = "$(printf '1|Ada L.|<null>\n3|Grace|<null>\n4|\\N is not NULL|')" ]
+	[ "$(psql -X -qAt -d "$url" -c "SELECT state, rows_copied FROM pgsync.table_sync WHERE job = 'app_slot'")" = "done|2" ]
+	[ "$(psql -X -qAt -d "$url" -c "SELECT applied_lsn FROM pgsync.job WHERE job = 'app_slot'")" = "0/1A03000" ]
+}
+
 @test "replaying an applied stream changes nothing and says so" {
 	local before
 	before=$(q "SELECT xmin, * FROM public.users")
