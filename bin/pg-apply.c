@@ -716,7 +716,10 @@ main(int argc, char **argv)
 				  "cannot create the pgsync schema on the target: %s%s%s%s", pe.msg,
 				  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
 	/* format_type() then qualifies names as the apply session needs them. */
-	if (!conn_command(A.meta, "SET search_path = ''", 0, NULL, &pe))
+	/* The snapshot position is recorded here: durable before the checkpoint
+	 * file names it, whatever the role's or database's default says. */
+	if (!conn_command(A.meta, "SET search_path = ''", 0, NULL, &pe) ||
+		!conn_command(A.meta, "SET synchronous_commit = on", 0, NULL, &pe))
 		log_fatal(EXIT_RUNTIME, "cannot set up the metadata session: %s", pe.msg);
 	A.sr = sr_new();
 	run();

@@ -27,9 +27,9 @@
 static const char synopsis[] =
 	"usage: pg-snapshot-dump -d SOURCE (--snapshot NAME --position LSN [--slot NAME] | --own-snapshot)\n"
 	"                        (--publication NAME | --table SCHEMA.TABLE...) [--jobs N]\n"
-	"                        [--split-rows N] [--frame-size SIZE] [--timeout DURATION]\n"
-	"                        [--progress-file FILE] [-z|--zstd[=LEVEL]] [--json] [-q]\n"
-	"                        [--log-level LEVEL]\n";
+	"                        [--split-rows N] [--split-by auto|key|ctid] [--frame-size SIZE]\n"
+	"                        [--timeout DURATION] [--progress-file FILE] [-z|--zstd[=LEVEL]]\n"
+	"                        [--json] [-q] [--log-level LEVEL]\n";
 
 static const char options_help[] =
 	"\n"
@@ -46,6 +46,8 @@ static const char options_help[] =
 	"  -t, --table=SCHEMA.TABLE    copy this table (repeatable); partitions under the root's name\n"
 	"  -j, --jobs=N                parallel source connections (default 4)\n"
 	"      --split-rows=N          split tables estimated above N rows into ranges (default 1000000)\n"
+	"      --split-by=HOW          auto (default: ctid on 14+, key before), key (key ranges,\n"
+	"                              ctid only for keyless tables) or ctid (block ranges, 14+)\n"
 	"      --frame-size=SIZE       largest frame (default 8MB); memory is about (jobs + 1) x SIZE\n"
 	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
 	"      --progress-file=FILE    rewrite FILE with JSON progress every second\n"
@@ -57,7 +59,8 @@ static const char options_help[] =
 	"  -V, --version               show the version and exit\n"
 	"\n"
 	"Exit status: 0 copied, 1 runtime error, timeout or signal (the copy is incomplete),\n"
-	"2 usage, 3 publication or table missing on the source, or role not allowed.\n";
+	"2 usage, 3 publication or table missing on the source, or role not allowed,\n"
+	"5 --split-by ctid on a server older than 14.\n";
 
 struct opts {
 	const char *conninfo;
@@ -71,6 +74,7 @@ struct opts {
 	int ntables;
 	long jobs;
 	uint64_t split_rows;
+	enum snap_split split_by;
 	uint64_t frame_size;
 	uint64_t timeout_ms;
 	const char *timeout_arg;
@@ -102,7 +106,7 @@ usage_error(const char *fmt, ...)
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_FRAME,
+	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
 		   OPT_TIMEOUT, OPT_PROGRESS, OPT_JSON, OPT_LOG_LEVEL };
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -114,6 +118,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"table", required_argument, NULL, 't'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"split-rows", required_argument, NULL, OPT_SPLIT},
+		{"split-by", required_argument, NULL, OPT_SPLIT_BY},
 		{"frame-size", required_argument, NULL, OPT_FRAME},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"progress-file", required_argument, NULL, OPT_PROGRESS},
@@ -169,6 +174,16 @@ parse_args(int argc, char **argv, struct opts *o)
 			case OPT_SPLIT:
 				if (!parse_u64(optarg, &o->split_rows) || o->split_rows == 0)
 					usage_error("invalid --split-rows \"%s\": expected a positive number of rows", optarg);
+				break;
+			case OPT_SPLIT_BY:
+				if (strcmp(optarg, "auto") == 0)
+					o->split_by = SPLIT_AUTO;
+				else if (strcmp(optarg, "key") == 0)
+					o->split_by = SPLIT_KEY;
+				else if (strcmp(optarg, "ctid") == 0)
+					o->split_by = SPLIT_CTID;
+				else
+					usage_error("invalid --split-by \"%s\": expected auto, key or ctid", optarg);
 				break;
 			case OPT_FRAME:
 				if (!parse_size(optarg, &o->frame_size) || o->frame_size < 4096 ||
@@ -544,6 +559,7 @@ main(int argc, char **argv)
 	po.ntables = o.ntables;
 	po.split_rows = o.split_rows;
 	po.jobs = (int) o.jobs;
+	po.split_by = o.split_by;
 	if ((rc = snapplan_build(conn, &po, &plan)) != EXIT_DONE)
 		exit(rc);
 	/* An imported snapshot needs no planning session any more; an own one

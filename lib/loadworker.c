@@ -6,9 +6,9 @@
  * A table is marked done when its TABLEDONE was read and every one of its
  * frames committed: whichever of the reader (at TABLEDONE) and the worker
  * (after the last commit) sees both first claims it, under the lock.
- * Loader sessions commit with synchronous_commit off: the caller's own
- * synchronous commit of the position comes after them in the WAL, so it
- * makes them durable before anything depends on them.
+ * Loader sessions commit with synchronous_commit off: once every frame
+ * committed, lib/snapload makes one synchronous commit, which flushes the
+ * WAL of them all before the caller records the position.
  */
 #include "loadworker.h"
 #include "common.h"

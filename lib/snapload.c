@@ -399,6 +399,29 @@ free_tables(struct loader *L)
 		}
 }
 
+/*
+ * The frames were committed with synchronous_commit off. WAL is flushed in
+ * order, so one synchronous commit of a transaction that wrote WAL makes
+ * every earlier commit of every session durable: the section is on disk
+ * before the caller records its position, whatever the caller's session or
+ * the server's default says. (A transaction that only took an xid writes no
+ * WAL before its commit record and is not flushed: it must write a row.)
+ * A section without tables has nothing to flush.
+ */
+static bool
+flush_all(struct loader *L, struct pgerr *err)
+{
+	const char *params[1] = {L->o->job};
+
+	return conn_command(L->ctl, "BEGIN", 0, NULL, err) &&
+		conn_command(L->ctl, "SET LOCAL synchronous_commit = on", 0, NULL, err) &&
+		conn_command(L->ctl, "UPDATE pgsync.table_sync SET finished_at = finished_at"
+					 " WHERE (job, schema_name, table_name) = (SELECT job, schema_name, table_name"
+					 "   FROM pgsync.table_sync WHERE job = $1 LIMIT 1)",
+					 1, params, err) &&
+		conn_command(L->ctl, "COMMIT", 0, NULL, err);
+}
+
 int
 snapload_section(struct input *in, const struct field *f, size_t nf,
 				 const struct snapload_opts *opts, lsn_t *position)
@@ -460,6 +483,12 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	}
 	else if (rc != EXIT_DONE)
 		log_error("%s", L.err_msg[0] ? L.err_msg : "snapshot load failed");
+	else if (!flush_all(&L, &err))
+	{
+		log_error("cannot flush the loaded snapshot on the target: %s%s%s%s", err.msg,
+				  err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");
+		rc = EXIT_RUNTIME;
+	}
 	else
 		log_info("snapshot loaded: %d tables, %llu rows, %llu bytes in %.1f s with %d connections",
 				 L.ntables, (unsigned long long) L.total_rows, (unsigned long long) L.total_bytes,

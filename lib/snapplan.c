@@ -556,6 +556,7 @@ plan_leaf(struct planner *p, const struct leaf *l)
 	char **bounds = NULL;
 	const char *col = NULL;
 	int nb = 0, n = 1, rc = EXIT_DONE;
+	bool ctid;
 
 	if (l->est > (double) split)
 	{
@@ -567,12 +568,18 @@ plan_leaf(struct planner *p, const struct leaf *l)
 			want = ceil(want / jobs) * jobs;
 		n = want > MAX_PARTS_PER_LEAF ? MAX_PARTS_PER_LEAF : (int) want;
 	}
-	if (n > 1 && l->key && (l->keytype == INT2OID || l->keytype == INT4OID || l->keytype == INT8OID))
+	/* Key ranges cost an index descent per part and, where the key is not
+	 * in heap order, random reads; a block range is read sequentially and
+	 * exactly once. Under the snapshot each visible row version has one
+	 * ctid, so block ranges cover the table exactly once too. */
+	ctid = p->version >= 140000 && p->o->split_by != SPLIT_KEY;
+	if (n > 1 && !ctid && l->key &&
+		(l->keytype == INT2OID || l->keytype == INT4OID || l->keytype == INT8OID))
 	{
 		rc = int_bounds(p, l, n, &bounds, &nb);
 		col = l->key;
 	}
-	else if (n > 1 && l->key)
+	else if (n > 1 && !ctid && l->key)
 	{
 		rc = sampled_bounds(p, l, n, &bounds, &nb);
 		col = l->key;
@@ -581,7 +588,8 @@ plan_leaf(struct planner *p, const struct leaf *l)
 		return rc;
 	if (n > 1 && nb == 0 && p->version >= 140000)
 	{
-		/* No key, or an empty sample: block ranges read each block once. */
+		/* ctid chosen, or no key, or an empty sample. Before 14 a ctid
+		 * condition is a full scan per part: such a table is not split. */
 		ctid_bounds(l, n, &bounds, &nb);
 		col = "ctid";
 	}
@@ -669,6 +677,12 @@ snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *pl
 	p.version = PQserverVersion(conn);
 	p.o = o;
 	p.plan = plan;
+	if (o->split_by == SPLIT_CTID && p.version < 140000)
+	{
+		log_error("--split-by ctid needs PostgreSQL 14 or later (TID range scans); the source is %d",
+				  p.version / 10000);
+		return EXIT_UNSUPPORTED;
+	}
 	rc = o->publication ? tables_from_publication(&p) : tables_from_args(&p);
 	if (rc == EXIT_DONE && plan->ntables > 0)
 		rc = load_columns(&p);

@@ -37,12 +37,17 @@ struct snap_plan {
 	int nparts;
 };
 
+/* How a table above split_rows is cut. AUTO: ctid block ranges on 14+
+ * (a TID range scan reads exactly its blocks), key ranges on older servers. */
+enum snap_split { SPLIT_AUTO, SPLIT_KEY, SPLIT_CTID };
+
 struct snapplan_opts {
 	const char *publication;	/* NULL: use tables */
 	char *const *tables;		/* SCHEMA.TABLE arguments */
 	int ntables;
 	uint64_t split_rows;		/* split tables estimated above this */
 	int jobs;					/* parts of a split table: a multiple of this */
+	enum snap_split split_by;
 };
 
 /*

@@ -88,7 +88,8 @@ sync_state() {
 	sleep 1
 	hold_snapshot bench_slot
 	schema pre-data -t 'pgbench_*'
-	# accounts (200000 rows) is split into key ranges copied by 4 workers
+	# accounts (200000 rows) is cut into block ranges (ctid, the default on
+	# 14+; key ranges before) copied by 4 workers while pgbench updates rows
 	pg-snapshot-dump -d "$src_URL" --snapshot "$SNAP" --position "$SLOT_LSN" --slot "$SLOT_NAME" \
 		--publication bench_pub --jobs 4 --split-rows 30000 --frame-size 1MB 2>"$BATS_TEST_TMPDIR/dump.err" |
 		pg-apply -d "$tgt_URL" --jobs 4 --checkpoint "$cp" 2>"$BATS_TEST_TMPDIR/apply.err"
@@ -109,7 +110,7 @@ sync_state() {
 	psql_at src -c "SELECT pg_drop_replication_slot('bench_slot')" >/dev/null
 }
 
-@test "empty, one-row, TOASTed, keyless and split tables load identical, each marked done with its row count" {
+@test "empty, one-row, TOASTed, keyless and key-split tables load identical, each marked done with its row count" {
 	need_pg_dump
 	psql_at src <<'SQL'
 CREATE SCHEMA mix;
@@ -129,11 +130,11 @@ SQL
 	hold_snapshot mix_slot
 	schema pre-data -n mix
 	pg-snapshot-dump -d "$src_URL" --snapshot "$SNAP" --position "$SLOT_LSN" --slot "$SLOT_NAME" \
-		--publication mix_pub --jobs 3 --split-rows 8000 --log-level debug 2>"$BATS_TEST_TMPDIR/dump.err" |
+		--publication mix_pub --jobs 3 --split-rows 8000 --split-by key --log-level debug 2>"$BATS_TEST_TMPDIR/dump.err" |
 		pg-apply -d "$tgt_URL" --jobs 3 2>"$BATS_TEST_TMPDIR/apply.err"
 	schema post-data -n mix
 	release_snapshot
-	# the uuid key was sampled into ranges, the keyless table cut by ctid
+	# --split-by key: the uuid key was sampled into ranges, the keyless table cut by ctid
 	grep -q 'part 6 of mix.split: .* WHERE ("id" >= .*::uuid)) TO STDOUT' "$BATS_TEST_TMPDIR/dump.err"
 	grep -q 'part 6 of mix.nokey: .* WHERE (ctid >= ' "$BATS_TEST_TMPDIR/dump.err"
 	same_tables mix.empty mix.one mix.toast mix.nokey mix.split
@@ -289,4 +290,28 @@ SQL
 	[ "$(psql_at tgt -c "SELECT count(*) FROM lk_t")" = 0 ]
 	# no loader session is left behind
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg-apply'")" = 0 ]
+}
+
+# Kept last: it changes the target's defaults for the time of the test.
+@test "a loaded section is flushed before pg-apply records its position: an immediate stop right after loses no row" {
+	local cp=$BATS_TEST_TMPDIR/dur.lsn
+	psql_at src <<'SQL'
+CREATE SCHEMA dur;
+CREATE TABLE dur.t (id int PRIMARY KEY, v text);
+INSERT INTO dur.t SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+CREATE PUBLICATION dur_pub FOR TABLE dur.t;
+SQL
+	psql_at tgt -c "CREATE SCHEMA dur" -c "CREATE TABLE dur.t (id int, v text)"
+	# no commit on the target waits for a flush unless it asks for one, and
+	# the WAL writer sleeps: only the loader's own flush can save the frames
+	psql_at tgt -c "ALTER DATABASE postgres SET synchronous_commit = off" \
+		-c "ALTER SYSTEM SET wal_writer_delay = '10s'" -c "SELECT pg_reload_conf()" >/dev/null
+	pg-snapshot-dump -d "$src_URL" --own-snapshot --publication dur_pub --jobs 2 --frame-size 64kB -q |
+		pg-apply -d "$tgt_URL" --job dur_job --jobs 2 --checkpoint "$cp" --log-level warning
+	cluster_restart tgt --mode immediate
+	psql_at tgt -c "ALTER DATABASE postgres RESET synchronous_commit" \
+		-c "ALTER SYSTEM RESET wal_writer_delay" -c "SELECT pg_reload_conf()" >/dev/null
+	[ -s "$cp" ]
+	[ "$(psql_at tgt -c "SELECT count(*) FROM dur.t")" = 20000 ]
+	[ "$(sync_state dur_job)" = "t:done:20000" ]
 }

@@ -39,6 +39,8 @@ CREATE TABLE t_parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
 CREATE TABLE t_parted_a PARTITION OF t_parted FOR VALUES FROM (0) TO (100);
 CREATE TABLE t_parted_b PARTITION OF t_parted FOR VALUES FROM (100) TO (200);
 INSERT INTO t_parted SELECT g, 'p' || g FROM generate_series(0, 199) g;
+CREATE TABLE t_move (id int PRIMARY KEY, v text) WITH (fillfactor = 100, autovacuum_enabled = off);
+INSERT INTO t_move SELECT g, repeat('m', 40) || g FROM generate_series(1, 40000) g;
 CREATE TABLE t_big (id int PRIMARY KEY, pad text);
 INSERT INTO t_big SELECT g, repeat('b', 200) FROM generate_series(1, 200000) g;
 CREATE VIEW v_view AS SELECT 1 AS one;
@@ -102,6 +104,7 @@ records() {
 	[ "$status" -eq 0 ]
 	[[ ${lines[0]} == "usage: pg-snapshot-dump -d SOURCE (--snapshot NAME --position LSN [--slot NAME] | --own-snapshot)" ]]
 	[[ $output == *"--split-rows=N"* ]]
+	[[ $output == *"--split-by=HOW"* ]]
 	[[ $output == *"--progress-file=FILE"* ]]
 	run pg-snapshot-dump --version
 	[ "$status" -eq 0 ]
@@ -243,8 +246,8 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	[ "$(grep -c 'debug: part [12] of public.t_parted: COPY (SELECT "id", "v" FROM ONLY "public"."t_parted_[ab]")' "$err")" -eq 2 ]
 }
 
-@test "a table above --split-rows is copied in integer key ranges that cover it exactly once" {
-	dump --own-snapshot --table public.t_int --split-rows 7000 --jobs 3 --log-level debug
+@test "--split-by key: a table above --split-rows is copied in integer key ranges that cover it exactly once" {
+	dump --own-snapshot --table public.t_int --split-rows 7000 --jobs 3 --split-by key --log-level debug
 	[ "$rc" -eq 0 ]
 	# 30000 rows / 7000 -> 5 parts, rounded up to a multiple of --jobs: 6
 	[ "$(grep -c 'debug: part [0-9] of public.t_int: COPY (SELECT "id", "v" FROM ONLY "public"."t_int" WHERE ("id" ' "$err")" -eq 6 ]
@@ -256,9 +259,10 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	[ "$(records "$out" ENDCOPY | wc -l)" -ge 6 ]
 }
 
-@test "a text key is split at sampled boundaries, a table without a key by ctid block ranges" {
+@test "--split-by key: a text key is split at sampled boundaries, a table without a key by ctid block ranges" {
 	need_major 14
-	dump --own-snapshot --table public.t_text --table public.t_nokey --split-rows 5000 --jobs 2 --log-level debug
+	dump --own-snapshot --table public.t_text --table public.t_nokey --split-rows 5000 --jobs 2 --split-by key \
+		--log-level debug
 	[ "$rc" -eq 0 ]
 	[ "$(grep -c 'debug: part [0-9] of public.t_text: .* WHERE ("k" ' "$err")" -eq 4 ]
 	grep -q "WHERE (\"k\" >= '[0-9a-f]*'::text AND \"k\" < '[0-9a-f]*'::text)" "$err"
@@ -266,6 +270,54 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	grep -q "WHERE (ctid >= '([0-9]*,0)'::tid AND ctid < '([0-9]*,0)'::tid)" "$err"
 	diff <(copy_out "SELECT k, v FROM t_text") <(frame_rows "$out" public t_text)
 	diff <(copy_out "SELECT a, b FROM t_nokey") <(frame_rows "$out" public t_nokey)
+}
+
+@test "by default (14+) keyed tables above --split-rows are cut into ctid block ranges covering them exactly once" {
+	need_major 14
+	dump --own-snapshot --table public.t_int --table public.t_text --split-rows 7000 --jobs 3 --log-level debug
+	[ "$rc" -eq 0 ]
+	[ "$(grep -c 'debug: part [0-9] of public.t_int: COPY (SELECT "id", "v" FROM ONLY "public"."t_int" WHERE (ctid ' "$err")" -eq 6 ]
+	[ "$(grep -c 'debug: part [0-9] of public.t_text: .* WHERE (ctid ' "$err")" -eq 3 ]
+	grep -q "t_int\" WHERE (ctid < '([0-9]*,0)'::tid)) TO STDOUT\$" "$err"
+	grep -q "t_int\" WHERE (ctid >= '([0-9]*,0)'::tid)) TO STDOUT\$" "$err"
+	[ "$(grep -c 'WHERE ("' "$err")" -eq 0 ]
+	diff <(copy_out "SELECT id, v FROM t_int") <(frame_rows "$out" public t_int)
+	diff <(copy_out "SELECT k, v FROM t_text") <(frame_rows "$out" public t_text)
+	[ "$(records "$out" TABLEDONE | cut -f3,4 | sort | tr '\t\n' ': ')" = "t_int:30000 t_text:20000 " ]
+}
+
+@test "--split-by: ctid splitting sees each row once while updates move rows between block ranges mid-copy" {
+	need_major 14
+	local flag=$BATS_TEST_TMPDIR/go before=$BATS_TEST_TMPDIR/before
+	# free space in the first blocks, so that updated rows of the last blocks
+	# get their new versions there: into a range that may not be read yet
+	psql_at src -c "DELETE FROM t_move WHERE id <= 6000" -c "VACUUM t_move"
+	copy_out "SELECT id, v FROM t_move" >"$before"
+	out=$BATS_TEST_TMPDIR/out.pgcs err=$BATS_TEST_TMPDIR/err
+	# a 64kB frame per worker and a blocked reader: most parts wait unread
+	pg-snapshot-dump -d "$src_URL" --own-snapshot --table public.t_move --split-rows 3000 --jobs 2 \
+		--split-by ctid --frame-size 64kB --log-level debug 2>"$err" | hold_reader "$flag" >"$out" &
+	local pid=$!
+	until grep -q 'copying 1 tables in 12 parts' "$err"; do sleep 0.1; done
+	psql_at src -c "UPDATE t_move SET v = v || 'u' WHERE id > 34000" \
+		-c "UPDATE t_move SET v = v || 'w' WHERE id BETWEEN 6001 AND 9000" \
+		-c "DELETE FROM t_move WHERE id % 7 = 0" \
+		-c "INSERT INTO t_move SELECT g, 'new' FROM generate_series(40001, 43000) g"
+	# new versions did land in earlier blocks than the old ones
+	[ "$(psql_at src -c "SELECT count(*) FROM t_move WHERE id > 34000 AND ctid < '(100,0)'")" -gt 0 ]
+	touch "$flag"
+	wait "$pid"
+	[ "$(records "$out" TABLEDONE | cut -f4)" = 34000 ]
+	# no row twice, none missing, none changed: the snapshot's table
+	diff "$before" <(frame_rows "$out" public t_move)
+	[ "$(records "$out" ENDCOPY | wc -l)" -ge 12 ]
+}
+
+@test "--split-by rejects anything but auto, key and ctid with exit 2" {
+	run pg-snapshot-dump -d "$src_URL" --own-snapshot -P pub_basic --split-by range
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pg-snapshot-dump: error: invalid --split-by "range": expected auto, key or ctid' ]
+	[[ ${lines[1]} == "usage: pg-snapshot-dump "* ]]
 }
 
 @test "frames stay below --frame-size and a TOASTed value of over 1 MB is copied whole" {
