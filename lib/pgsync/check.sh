@@ -1,0 +1,364 @@
+# pgsync check: every source and target prerequisite of a job, one line per
+# finding, each failure with its fix. Sourced by bin/pgsync; bootstrap runs
+# the same checks before it creates anything. Reads only: it must never
+# create, alter or lock anything on the source or the target.
+
+declare -a FINDINGS=()
+CHECK_FAILS=0 CHECK_WARNS=0
+
+# finding LEVEL WHERE MESSAGE [FIX]   (LEVEL: ok, info, warn, fail)
+finding() {
+	local level=$1 where=$2 msg=$3 fix=${4:-}
+	case $level in
+	fail) CHECK_FAILS=$((CHECK_FAILS + 1)) ;;
+	warn) CHECK_WARNS=$((CHECK_WARNS + 1)) ;;
+	esac
+	FINDINGS+=("$level"$'\x1f'"$where"$'\x1f'"$msg"$'\x1f'"$fix")
+}
+
+# The source side as SQL: one row per finding (level, message, fix). Names
+# come in as psql variables and are quoted with %I or compared as text.
+read -r -d '' CHECK_SOURCE_SQL <<'SQL'
+WITH cfg AS (
+  SELECT u.t AS name, split_part(u.t, '.', 1) AS nsp, split_part(u.t, '.', 2) AS rel, u.ord
+    FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
+), tbl AS (
+  SELECT cfg.*, n.oid AS nspoid, c.oid AS reloid, c.relkind, c.relreplident, c.relowner,
+         format('%I.%I', cfg.nsp, cfg.rel) AS q,
+         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary) AS has_pk,
+         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident) AS has_ri
+    FROM cfg LEFT JOIN pg_namespace n ON n.nspname = cfg.nsp
+             LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = cfg.rel
+), me AS (
+  SELECT rolname, rolcanlogin, rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user
+), pub AS (
+  SELECT p.oid, p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate, p.puballtables
+    FROM pg_publication p WHERE p.pubname = :'pub'
+), pubt AS (
+  SELECT pt.schemaname || '.' || pt.tablename AS name, format('%I.%I', pt.schemaname, pt.tablename) AS q
+    FROM pg_publication_tables pt WHERE pt.pubname = :'pub'
+), slots AS (
+  SELECT count(*) AS used, count(*) FILTER (WHERE slot_name = :'slot') AS mine,
+         count(*) FILTER (WHERE slot_name = :'slot' AND active) AS mine_active
+    FROM pg_replication_slots
+), senders AS (
+  SELECT count(*) AS used FROM pg_stat_get_wal_senders()
+), conf AS (
+  SELECT current_setting('max_replication_slots')::int AS max_slots,
+         current_setting('max_wal_senders')::int AS max_senders
+), checks(ord, level, msg, fix) AS (
+  SELECT 1, CASE WHEN current_setting('server_version_num')::int >= 140000 THEN 'ok' ELSE 'fail' END,
+         'PostgreSQL ' || current_setting('server_version') || ', database ' || current_database(),
+         'upgrade the source to PostgreSQL 14 or later'
+  UNION ALL
+  SELECT 2, CASE WHEN current_setting('wal_level') = 'logical' THEN 'ok' ELSE 'fail' END,
+         'wal_level = ' || current_setting('wal_level') ||
+           CASE WHEN current_setting('wal_level') = 'logical' THEN '' ELSE ', logical decoding needs logical' END,
+         'set wal_level = logical in postgresql.conf and restart the source server (pgsync never changes it)'
+  UNION ALL
+  SELECT 3, CASE WHEN s.used + (1 - s.mine) <= c.max_slots THEN 'ok' ELSE 'fail' END,
+         format('max_replication_slots = %s with %s in use%s', c.max_slots, s.used,
+                CASE WHEN s.mine > 0 THEN ' (this job''s slot among them)' ELSE ', this job needs one more' END),
+         'raise max_replication_slots (server restart) or drop slots nothing uses'
+    FROM slots s, conf c
+  UNION ALL
+  SELECT 4, CASE WHEN w.used + (1 - s.mine_active) + 1 <= c.max_senders THEN 'ok' ELSE 'fail' END,
+         format('max_wal_senders = %s with %s in use; this job needs one%s and check one while it probes',
+                c.max_senders, w.used, CASE WHEN s.mine_active > 0 THEN ' (already connected)' ELSE '' END),
+         'raise max_wal_senders (server restart): one sender per job, plus one for pgsync check'
+    FROM senders w, slots s, conf c
+  UNION ALL
+  SELECT 5, CASE WHEN m.rolcanlogin THEN 'ok' ELSE 'fail' END,
+         format('role %I %s LOGIN', m.rolname, CASE WHEN m.rolcanlogin THEN 'has' ELSE 'lacks' END),
+         format('ALTER ROLE %I LOGIN', m.rolname)
+    FROM me m
+  UNION ALL
+  SELECT 6, CASE WHEN m.rolreplication OR m.rolsuper THEN 'ok' ELSE 'fail' END,
+         format('role %I %s REPLICATION', m.rolname, CASE WHEN m.rolreplication OR m.rolsuper THEN 'has' ELSE 'lacks' END),
+         format('ALTER ROLE %I REPLICATION (as a superuser)', m.rolname)
+    FROM me m
+  UNION ALL
+  SELECT 7, 'info', format('role %I is a superuser; pgsync needs only LOGIN and REPLICATION on the source', m.rolname), ''
+    FROM me m WHERE m.rolsuper
+  UNION ALL
+  SELECT 8, CASE WHEN has_database_privilege(current_database(), 'CONNECT') THEN 'ok' ELSE 'fail' END,
+         format('CONNECT on database %I', current_database()),
+         format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), current_user)
+  UNION ALL
+  SELECT 10 + t.ord, 'fail', format('table %s does not exist', t.q),
+         format('create it, or remove %s from replication.tables', t.name)
+    FROM tbl t WHERE t.reloid IS NULL
+  UNION ALL
+  SELECT 10 + t.ord, 'fail', format('%s is not a table (relkind %s)', t.q, t.relkind),
+         format('remove %s from replication.tables', t.name)
+    FROM tbl t WHERE t.reloid IS NOT NULL AND t.relkind NOT IN ('r', 'p')
+  UNION ALL
+  SELECT 9.5 + t.ord, CASE WHEN has_schema_privilege(t.nspoid, 'USAGE') THEN 'ok' ELSE 'fail' END,
+         format('USAGE on schema %I', t.nsp), format('GRANT USAGE ON SCHEMA %I TO %I', t.nsp, current_user)
+    FROM tbl t WHERE t.reloid IS NOT NULL AND t.ord = (SELECT min(t2.ord) FROM tbl t2 WHERE t2.nsp = t.nsp)
+  UNION ALL
+  SELECT 10 + t.ord, CASE WHEN has_table_privilege(t.reloid, 'SELECT') THEN 'ok' ELSE 'fail' END,
+         format('SELECT on %s', t.q), format('GRANT SELECT ON %s TO %I', t.q, current_user)
+    FROM tbl t WHERE t.reloid IS NOT NULL AND t.relkind IN ('r', 'p')
+  UNION ALL
+  SELECT 10 + t.ord,
+         CASE WHEN t.relreplident = 'f' THEN 'warn'
+              WHEN (t.relreplident = 'd' AND t.has_pk) OR (t.relreplident = 'i' AND t.has_ri) THEN 'ok'
+              ELSE 'fail' END,
+         CASE WHEN t.relreplident = 'f' THEN format('%s has REPLICA IDENTITY FULL: updates and deletes are matched on every column, slow on large tables', t.q)
+              WHEN t.relreplident = 'd' AND t.has_pk THEN format('%s has a primary key', t.q)
+              WHEN t.relreplident = 'i' AND t.has_ri THEN format('%s has a replica identity index', t.q)
+              WHEN t.relreplident = 'n' THEN format('%s has REPLICA IDENTITY NOTHING: its updates and deletes cannot be replicated', t.q)
+              ELSE format('%s has no primary key or replica identity index: once published, the application''s own updates and deletes on it fail', t.q) END,
+         format('add a primary key, or ALTER TABLE %s REPLICA IDENTITY USING INDEX <unique index on NOT NULL columns>', t.q)
+    FROM tbl t WHERE t.reloid IS NOT NULL AND t.relkind IN ('r', 'p')
+  UNION ALL
+  SELECT 100, CASE WHEN :'autopub' = 'true' THEN 'info' ELSE 'fail' END,
+         format('publication %I does not exist', :'pub') ||
+           CASE WHEN :'autopub' = 'true' THEN ': bootstrap creates it (safety.auto_create_publication)' ELSE '' END,
+         format('CREATE PUBLICATION %I FOR TABLE %s', :'pub', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
+    WHERE NOT EXISTS (SELECT 1 FROM pub)
+  UNION ALL
+  SELECT 101, CASE WHEN has_database_privilege(current_database(), 'CREATE') THEN 'ok' ELSE 'fail' END,
+         format('CREATE on database %I, to create publication %I', current_database(), :'pub'),
+         format('GRANT CREATE ON DATABASE %I TO %I, or create the publication yourself', current_database(), current_user)
+    WHERE :'autopub' = 'true' AND NOT EXISTS (SELECT 1 FROM pub)
+  UNION ALL
+  SELECT 101, 'fail', format('role %I does not own %s, which CREATE PUBLICATION ... FOR TABLE needs', current_user, t.q),
+         format('create the publication as the owner: CREATE PUBLICATION %I FOR TABLE %s', :'pub', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
+    FROM tbl t WHERE :'autopub' = 'true' AND NOT EXISTS (SELECT 1 FROM pub)
+      AND t.reloid IS NOT NULL AND NOT pg_has_role(t.relowner, 'MEMBER')
+  UNION ALL
+  SELECT 102, CASE WHEN p.pubinsert AND p.pubupdate AND p.pubdelete THEN 'ok' ELSE 'fail' END,
+         format('publication %I publishes%s%s%s%s', :'pub',
+                CASE WHEN p.pubinsert THEN ' insert' ELSE '' END, CASE WHEN p.pubupdate THEN ' update' ELSE '' END,
+                CASE WHEN p.pubdelete THEN ' delete' ELSE '' END, CASE WHEN p.pubtruncate THEN ' truncate' ELSE '' END),
+         format('ALTER PUBLICATION %I SET (publish = ''insert, update, delete, truncate'')', :'pub')
+    FROM pub p
+  UNION ALL
+  SELECT 103, 'warn', format('publication %I does not publish truncate: a TRUNCATE on the source is not replicated', :'pub'),
+         format('ALTER PUBLICATION %I SET (publish = ''insert, update, delete, truncate'')', :'pub')
+    FROM pub p WHERE NOT p.pubtruncate
+  UNION ALL
+  SELECT 104, 'fail', format('publication %I does not contain %s', :'pub', t.q),
+         format('ALTER PUBLICATION %I ADD TABLE %s', :'pub', t.q)
+    FROM tbl t, pub p WHERE t.name NOT IN (SELECT name FROM pubt)
+  UNION ALL
+  SELECT 105, 'fail', format('publication %I also contains %s, which is not in replication.tables', :'pub', x.q),
+         CASE WHEN p.puballtables THEN format('use a publication FOR TABLE %s', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
+              ELSE format('ALTER PUBLICATION %I DROP TABLE %s, or add %s to replication.tables', :'pub', x.q, x.name) END
+    FROM pubt x, pub p WHERE x.name NOT IN (SELECT name FROM cfg)
+  UNION ALL
+  SELECT 106, 'fail', format('publication %I has a row filter or column list on %s: the copy would not match the stream', :'pub',
+                             format('%I.%I', n.nspname, c.relname)),
+         format('ALTER PUBLICATION %I SET TABLE without WHERE or column lists', :'pub')
+    FROM pub p JOIN pg_publication_rel r ON r.prpubid = p.oid
+    JOIN pg_class c ON c.oid = r.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE to_jsonb(r) ->> 'prqual' IS NOT NULL OR to_jsonb(r) ->> 'prattrs' IS NOT NULL
+  UNION ALL
+  SELECT 107, 'ok', format('publication %I contains exactly the %s configured tables', :'pub', (SELECT count(*) FROM cfg)), ''
+    FROM pub p WHERE (SELECT count(*) FROM cfg WHERE name NOT IN (SELECT name FROM pubt)) = 0
+      AND (SELECT count(*) FROM pubt WHERE name NOT IN (SELECT name FROM cfg)) = 0
+  UNION ALL
+  SELECT 110, CASE WHEN s.plugin = 'pgoutput' THEN 'slot' ELSE 'fail' END,
+         CASE WHEN s.plugin = 'pgoutput' THEN coalesce(s.active::text, 'f')
+              ELSE format('replication slot %s exists with plugin %s, not pgoutput', s.slot_name, coalesce(s.plugin, '(physical)')) END,
+         'choose another source.slot'
+    FROM pg_replication_slots s WHERE s.slot_name = :'slot'
+)
+SELECT level, msg, fix FROM checks ORDER BY ord;
+SQL
+
+# Source columns of the configured tables, as JSON {"schema.table": [names]},
+# so the target side can see which columns it lacks.
+read -r -d '' CHECK_SOURCE_COLUMNS_SQL <<'SQL'
+SELECT coalesce(jsonb_object_agg(u.t, cols), '{}')
+  FROM unnest(string_to_array(:'tables', ',')) AS u(t)
+  JOIN pg_namespace n ON n.nspname = split_part(u.t, '.', 1)
+  JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.t, '.', 2)
+  CROSS JOIN LATERAL (SELECT jsonb_agg(a.attname ORDER BY a.attnum) AS cols FROM pg_attribute a
+                       WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) x;
+SQL
+
+read -r -d '' CHECK_TARGET_SQL <<'SQL'
+WITH cfg AS (
+  SELECT u.t AS name, split_part(u.t, '.', 1) AS nsp, split_part(u.t, '.', 2) AS rel, u.ord
+    FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
+), tbl AS (
+  SELECT cfg.*, n.oid AS nspoid, c.oid AS reloid, format('%I.%I', cfg.nsp, cfg.rel) AS q
+    FROM cfg LEFT JOIN pg_namespace n ON n.nspname = cfg.nsp
+             LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = cfg.rel AND c.relkind IN ('r', 'p')
+), me AS (
+  SELECT rolname, rolsuper FROM pg_roles WHERE rolname = current_user
+), cat AS (
+  SELECT n.oid AS nspoid FROM pg_namespace n WHERE n.nspname = 'pgsync'
+), checks(ord, level, msg, fix) AS (
+  SELECT 1, 'ok', 'PostgreSQL ' || current_setting('server_version') || ', database ' || current_database(), ''
+  UNION ALL
+  SELECT 2, 'info',
+         CASE WHEN m.rolsuper THEN format('role %I is a superuser: apply sets session_replication_role = replica, so triggers and foreign keys do not fire', m.rolname)
+              ELSE format('role %I is not a superuser: triggers fire on the target and foreign key order matters', m.rolname) END, ''
+    FROM me m
+  UNION ALL
+  SELECT 3, CASE WHEN has_database_privilege(current_database(), 'CREATE') THEN 'ok' ELSE 'fail' END,
+         format('CREATE on database %I, to create schema pgsync', current_database()),
+         format('GRANT CREATE ON DATABASE %I TO %I', current_database(), current_user)
+    WHERE NOT EXISTS (SELECT 1 FROM cat)
+  UNION ALL
+  SELECT 3, CASE WHEN has_schema_privilege(c.nspoid, 'USAGE') THEN 'ok' ELSE 'fail' END,
+         'USAGE on schema pgsync', format('GRANT USAGE, CREATE ON SCHEMA pgsync TO %I', current_user)
+    FROM cat c
+  UNION ALL
+  SELECT 4, CASE WHEN has_table_privilege(r.oid, 'SELECT, INSERT, UPDATE, DELETE') THEN 'ok' ELSE 'fail' END,
+         format('SELECT, INSERT, UPDATE, DELETE on pgsync.%I', r.relname),
+         format('GRANT SELECT, INSERT, UPDATE, DELETE ON pgsync.%I TO %I', r.relname, current_user)
+    FROM cat c JOIN pg_class r ON r.relnamespace = c.nspoid AND r.relkind = 'r'
+     AND r.relname IN ('job', 'table_sync', 'job_runtime')
+  UNION ALL
+  SELECT 4, CASE WHEN has_schema_privilege(c.nspoid, 'CREATE') THEN 'ok' ELSE 'fail' END,
+         'CREATE on schema pgsync, to create the catalog tables', format('GRANT CREATE ON SCHEMA pgsync TO %I', current_user)
+    FROM cat c WHERE to_regclass('pgsync.job_runtime') IS NULL
+  UNION ALL
+  SELECT 10 + t.ord, CASE WHEN has_table_privilege(t.reloid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE')
+                          AND has_schema_privilege(t.nspoid, 'USAGE') THEN 'ok' ELSE 'fail' END,
+         format('%s exists; SELECT, INSERT, UPDATE, DELETE, TRUNCATE on it', t.q),
+         format('GRANT USAGE ON SCHEMA %I TO %I; GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON %s TO %I',
+                t.nsp, current_user, t.q, current_user)
+    FROM tbl t WHERE t.reloid IS NOT NULL
+  UNION ALL
+  SELECT 10 + t.ord, CASE WHEN has_schema_privilege(t.nspoid, 'CREATE') THEN 'ok' ELSE 'fail' END,
+         format('%s does not exist yet: bootstrap creates it in schema %I', t.q, t.nsp),
+         format('GRANT CREATE ON SCHEMA %I TO %I', t.nsp, current_user)
+    FROM tbl t WHERE t.reloid IS NULL AND t.nspoid IS NOT NULL
+  UNION ALL
+  SELECT 10 + t.ord, CASE WHEN has_database_privilege(current_database(), 'CREATE') THEN 'ok' ELSE 'fail' END,
+         format('%s does not exist yet: bootstrap creates it and schema %I', t.q, t.nsp),
+         format('GRANT CREATE ON DATABASE %I TO %I', current_database(), current_user)
+    FROM tbl t WHERE t.nspoid IS NULL
+  UNION ALL
+  SELECT 10 + t.ord, 'fail', format('%s has no column %I, which the source table has', t.q, sc.col),
+         format('ALTER TABLE %s ADD COLUMN %I <type> on the target, or drop the target table so bootstrap creates it', t.q, sc.col)
+    FROM tbl t CROSS JOIN LATERAL jsonb_array_elements_text(coalesce((:'srccols')::jsonb -> t.name, '[]')) AS sc(col)
+   WHERE t.reloid IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = t.reloid AND a.attname = sc.col AND NOT a.attisdropped)
+)
+SELECT level, msg, fix FROM checks ORDER BY ord;
+SQL
+
+# Tables that exist in the target and hold rows (one "schema.table" a line).
+target_nonempty_tables() {
+	sql tgt <<'SQL'
+SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
+ WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
+   AND has_table_privilege(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)), 'SELECT')
+   AND (xpath('/row/n/text()', query_to_xml(format('SELECT EXISTS (SELECT 1 FROM %I.%I) AS n',
+        split_part(u.t, '.', 1), split_part(u.t, '.', 2)), false, true, '')))[1]::text = 'true'
+ ORDER BY u.ord
+SQL
+}
+
+# preflight [check|bootstrap]: run every check, filling FINDINGS. Sets
+# CHECK_SOURCE_OK and CHECK_TARGET_OK (could connect), SLOT_FOUND (0/1).
+# bootstrap leaves out the findings about the slot and the job's state,
+# which it resolves itself.
+preflight() {
+	local mode=${1:-check} rows row level msg fix srccols
+	FINDINGS=() CHECK_FAILS=0 CHECK_WARNS=0 SLOT_FOUND=0 SLOT_FOUND_ACTIVE=f
+	CHECK_SOURCE_OK=0 CHECK_TARGET_OK=0 srccols='{}'
+
+	if rows=$(sql src -v autopub="${CFG[safety.auto_create_publication]}" <<<"$CHECK_SOURCE_SQL"); then
+		CHECK_SOURCE_OK=1
+		while IFS=$'\x1f' read -r level msg fix; do
+			[[ -n $level ]] || continue
+			if [[ $level == slot ]]; then
+				SLOT_FOUND=1 SLOT_FOUND_ACTIVE=$msg
+				continue
+			fi
+			finding "$level" source "$msg" "$fix"
+		done <<<"$rows"
+		srccols=$(sql src <<<"$CHECK_SOURCE_COLUMNS_SQL") || srccols='{}'
+	else
+		finding fail source "cannot connect to the source ($SRC_DISPLAY): $(sql_error)" \
+			"check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"
+	fi
+
+	# The replication connection: logical replication uses the database's
+	# own pg_hba.conf entry, and needs a free WAL sender.
+	if ((CHECK_SOURCE_OK)); then
+		local ident
+		if ident=$(source_sysid); then
+			finding ok source "replication connection (IDENTIFY_SYSTEM): system identifier $ident"
+		else
+			finding fail source "replication connection refused: $(sql_error)" \
+				"allow the role in pg_hba.conf for the database (logical replication uses the database's entry), grant REPLICATION, and keep a WAL sender free"
+		fi
+	fi
+
+	if rows=$(sql tgt -v srccols="$srccols" <<<"$CHECK_TARGET_SQL"); then
+		CHECK_TARGET_OK=1
+		while IFS=$'\x1f' read -r level msg fix; do
+			[[ -n $level ]] && finding "$level" target "$msg" "$fix"
+		done <<<"$rows"
+	else
+		finding fail target "cannot connect to the target ($TGT_DISPLAY): $(sql_error)" \
+			"check PGSYNC_TARGET_URL, that the server runs, and that pg_hba.conf allows this role to connect"
+	fi
+	((CHECK_SOURCE_OK && CHECK_TARGET_OK)) || return 0
+	[[ $mode == check ]] || return 0
+
+	# The slot: only the job that created it may use or drop it.
+	job_load
+	if ((SLOT_FOUND)); then
+		if ((JOB_EXISTS)) && [[ $JOB_SLOT_OWNED == t && $JOB_SLOT == "$SLOT" ]]; then
+			finding ok source "replication slot $SLOT exists and belongs to job $JOB (state $JOB_STATE)"
+		else
+			finding fail source "replication slot $SLOT already exists and job $JOB did not create it: pgsync never touches it" \
+				"choose another source.slot, or drop the slot yourself if nothing uses it: SELECT pg_drop_replication_slot('$SLOT')"
+		fi
+	elif ((JOB_EXISTS)) && [[ $JOB_STATE != INITIALIZING && $JOB_STATE != SNAPSHOTTING ]]; then
+		finding fail source "replication slot $SLOT of job $JOB (state $JOB_STATE) is missing: the job needs a resync" \
+			"pgsync cleanup --yes && pgsync bootstrap --restart-snapshot"
+	else
+		finding ok source "replication slot $SLOT does not exist yet: bootstrap creates it"
+	fi
+	if ((JOB_EXISTS)); then
+		case $JOB_STATE in
+		RESYNC_REQUIRED) finding fail target "job $JOB is RESYNC_REQUIRED: ${JOB_LAST_ERROR:-continuity lost}" "pgsync cleanup --yes && pgsync bootstrap --restart-snapshot" ;;
+		*) finding info target "job $JOB is $JOB_STATE" ;;
+		esac
+	else
+		local t
+		while IFS= read -r t; do
+			[[ -n $t ]] && finding warn target "$(quote_table "$t") already has rows: bootstrap refuses to copy into it" \
+				"empty it, or use pgsync bootstrap --restart-snapshot, which truncates it"
+		done < <(target_nonempty_tables)
+	fi
+}
+
+print_findings() {
+	local f level where msg fix tag
+	for f in "${FINDINGS[@]}"; do
+		IFS=$'\x1f' read -r level where msg fix <<<"$f"
+		case $level in
+		ok) tag="ok  " ;; info) tag="info" ;; warn) tag="warn" ;; *) tag="FAIL" ;;
+		esac
+		if [[ $level == fail || $level == warn ]] && [[ -n $fix ]]; then
+			printf '%s  %s: %s; fix: %s\n' "$tag" "$where" "$msg" "$fix"
+		else
+			printf '%s  %s: %s\n' "$tag" "$where" "$msg"
+		fi
+	done
+}
+
+cmd_check() {
+	setup_connections yes
+	log_info "checking job $JOB: source $SRC_DISPLAY, target $TGT_DISPLAY"
+	preflight check
+	print_findings
+	if ((CHECK_FAILS)); then
+		log_error "check failed: $CHECK_FAILS problem(s), $CHECK_WARNS warning(s)"
+		return $EX_PREFLIGHT
+	fi
+	log_info "check passed with $CHECK_WARNS warning(s)"
+	return $EX_OK
+}

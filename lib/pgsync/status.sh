@@ -1,0 +1,220 @@
+# pgsync status: one read of the target catalog and, when reachable, of the
+# source slot, rendered as text, as the documented JSON document (--json)
+# or as node_exporter text (--prometheus). Sourced by bin/pgsync. Reads
+# only: it never changes the job's state, even when it sees a problem.
+
+# The document is built in SQL on the target (jsonb keeps the shape exact);
+# facts from the source come in as psql variables. Field meanings are
+# documented in doc/operations.md, "status --json"; keep both in step.
+read -r -d '' STATUS_SQL <<'SQL'
+WITH j AS (
+  SELECT * FROM pgsync.job WHERE job = :'job'
+), r AS (
+  SELECT rt.*, extract(epoch FROM now() - rt.heartbeat_at) AS age,
+         coalesce(rt.heartbeat_interval_s, :'hb_s'::numeric) AS interval_s
+    FROM pgsync.job_runtime rt WHERE rt.job = :'job'
+), rr AS (
+  SELECT r.*, (r.stopped_at IS NULL AND r.heartbeat_at IS NOT NULL
+               AND r.age > 3 * r.interval_s) AS stale,
+         (r.stopped_at IS NULL AND r.heartbeat_at IS NOT NULL
+          AND r.age <= 3 * r.interval_s) AS live
+    FROM r
+), t AS (
+  SELECT count(*) AS total, count(*) FILTER (WHERE state = 'done') AS done,
+         coalesce(sum(rows_copied), 0) AS rows, coalesce(sum(bytes_copied), 0) AS bytes,
+         coalesce(jsonb_agg(jsonb_build_object(
+           'table', schema_name || '.' || table_name, 'state', state, 'rows', rows_copied,
+           'bytes', bytes_copied, 'rows_estimate', rows_estimate,
+           'started_at', started_at, 'finished_at', finished_at) ORDER BY schema_name, table_name), '[]') AS tables
+    FROM pgsync.table_sync WHERE job = :'job'
+), src AS (
+  SELECT :'src_reachable' = 't' AS reachable, nullif(:'src_error', '') AS error,
+         nullif(:'src_sysid', '') AS sysid, nullif(:'src_current', '')::pg_lsn AS current_lsn,
+         :'slot_exists' = '1' AS slot_exists
+), live_resync AS (
+  -- Continuity problems visible now, before run has noticed them.
+  SELECT CASE
+    WHEN NOT s.reachable OR j.state IN ('INITIALIZING', 'SNAPSHOTTING') THEN NULL
+    WHEN j.source_sysid IS NOT NULL AND s.sysid IS DISTINCT FROM j.source_sysid
+      THEN format('the source system identifier is %s, the job was copied from %s', s.sysid, j.source_sysid)
+    WHEN NOT s.slot_exists THEN format('replication slot %s no longer exists on the source', j.slot)
+    WHEN :'slot_wal_status' = 'lost' OR :'slot_invalid' <> ''
+      THEN format('replication slot %s was invalidated', j.slot)
+    WHEN nullif(:'slot_confirmed', '')::pg_lsn > coalesce(j.applied_lsn, j.consistent_lsn)
+      THEN format('replication slot %s confirmed %s, beyond the applied position %s', j.slot, :'slot_confirmed',
+                  coalesce(j.applied_lsn, j.consistent_lsn))
+  END AS reason
+    FROM j, src s
+), d AS (
+  SELECT j.state AS jstate, j.slot AS jslot, j.slot_owned, j.applied_lsn AS japplied, j.consistent_lsn,
+         j.applied_commit_time, j.snapshot_done_at, j.last_error AS jerror, j.source_sysid,
+         j.source_timeline, j.created_at, j.updated_at,
+         rr.pid, rr.host, rr.version, rr.state AS rstate, rr.connection_state, rr.source_version,
+         rr.received_lsn, rr.applied_lsn AS rapplied, rr.lag_bytes, rr.transactions, rr.changes,
+         rr.transactions_per_sec, rr.rows_per_sec, rr.reconnects, rr.rss_bytes, rr.last_apply_at,
+         rr.last_commit_time, rr.interval_s, rr.heartbeat_at, rr.age, rr.started_at, rr.stopped_at, rr.stale,
+         t.total, t.done, t.rows, t.bytes, t.tables,
+         s.reachable AS src_reachable, s.error AS src_error, s.sysid AS src_sysid,
+         s.current_lsn AS src_current_lsn, s.slot_exists, l.reason AS live_reason,
+         (j.state = 'RESYNC_REQUIRED' OR l.reason IS NOT NULL) AS resync_required,
+         coalesce(rr.live, false) AS is_live
+    FROM j CROSS JOIN t CROSS JOIN src s CROSS JOIN live_resync l LEFT JOIN rr ON true
+), doc AS (
+  SELECT jsonb_build_object(
+    'format_version', 1,
+    'job', :'job',
+    'state', d.jstate,
+    'resync_required', d.resync_required,
+    'resync_reason', CASE WHEN d.jstate = 'RESYNC_REQUIRED' THEN d.jerror ELSE d.live_reason END,
+    'action', CASE
+        WHEN d.resync_required THEN 'pgsync cleanup --yes && pgsync bootstrap --restart-snapshot'
+        WHEN d.jstate = 'INITIALIZING' AND NOT d.is_live THEN 'pgsync bootstrap'
+        WHEN d.jstate = 'SNAPSHOTTING' AND d.jerror IS NOT NULL THEN 'pgsync bootstrap --restart-snapshot'
+        WHEN d.jstate = 'SNAPSHOTTING' AND NOT d.is_live THEN 'pgsync bootstrap'
+        WHEN d.jstate IN ('CATCHING_UP', 'STREAMING') AND NOT d.is_live THEN 'pgsync run'
+        WHEN d.jstate = 'PAUSED' THEN 'raise safety.wal_retention_alarm_bytes or set safety.wal_retention_action = warn, then pgsync run'
+        WHEN d.jstate = 'ERROR' THEN 'pgsync run'
+      END,
+    'last_error', d.jerror,
+    'connection_state', CASE WHEN d.is_live THEN d.connection_state ELSE 'disconnected' END,
+    'positions', jsonb_build_object(
+      'consistent_lsn', d.consistent_lsn, 'applied_lsn', d.japplied,
+      'received_lsn', d.received_lsn, 'source_current_lsn', d.src_current_lsn),
+    'lag', jsonb_build_object(
+      'bytes', CASE WHEN d.src_current_lsn IS NOT NULL AND d.japplied IS NOT NULL
+                    THEN greatest(pg_wal_lsn_diff(d.src_current_lsn, d.japplied), 0)::bigint
+                    ELSE d.lag_bytes END,
+      'seconds', round(greatest(extract(epoch FROM now() - d.applied_commit_time), 0)::numeric, 3),
+      'last_applied_commit_time', d.applied_commit_time),
+    'snapshot', jsonb_build_object(
+      'consistent_lsn', d.consistent_lsn, 'done_at', d.snapshot_done_at,
+      'tables_total', d.total, 'tables_done', d.done, 'rows', d.rows, 'bytes', d.bytes,
+      'tables', d.tables),
+    'slot', jsonb_build_object(
+      'name', d.jslot, 'owned', d.slot_owned, 'exists', CASE WHEN d.src_reachable THEN d.slot_exists END,
+      'active', nullif(:'slot_active', '')::boolean, 'active_pid', nullif(:'slot_active_pid', '')::int,
+      'restart_lsn', nullif(:'slot_restart', ''), 'confirmed_flush_lsn', nullif(:'slot_confirmed', ''),
+      'wal_status', nullif(:'slot_wal_status', ''), 'invalidation_reason', nullif(:'slot_invalid', ''),
+      'retained_bytes', nullif(:'slot_retained', '')::bigint, 'lag_bytes', nullif(:'slot_lag', '')::bigint),
+    'wal_retention', jsonb_build_object(
+      'alarm_bytes', :'alarm'::bigint, 'action', :'alarm_action',
+      'alarm', coalesce(nullif(:'slot_retained', '')::bigint > :'alarm'::bigint, false)),
+    'source', jsonb_build_object(
+      'reachable', d.src_reachable, 'connection', nullif(:'src_display', ''), 'error', d.src_error,
+      'system_identifier', d.src_sysid, 'job_system_identifier', d.source_sysid,
+      'timeline', d.source_timeline),
+    'heartbeat', CASE WHEN d.heartbeat_at IS NULL AND d.pid IS NULL THEN NULL ELSE jsonb_build_object(
+      'pid', d.pid, 'host', d.host, 'version', d.version, 'state', d.rstate,
+      'connection_state', d.connection_state, 'source_version', d.source_version,
+      'received_lsn', d.received_lsn, 'applied_lsn', d.rapplied, 'lag_bytes', d.lag_bytes,
+      'transactions', d.transactions, 'changes', d.changes,
+      'transactions_per_sec', d.transactions_per_sec, 'rows_per_sec', d.rows_per_sec,
+      'reconnects', d.reconnects, 'rss_bytes', d.rss_bytes, 'last_apply_at', d.last_apply_at,
+      'last_commit_time', d.last_commit_time, 'interval_s', d.interval_s,
+      'heartbeat_at', d.heartbeat_at, 'age_seconds', round(d.age::numeric, 3),
+      'started_at', d.started_at, 'stopped_at', d.stopped_at, 'stale', coalesce(d.stale, false)) END,
+    'created_at', d.created_at,
+    'updated_at', d.updated_at) AS v
+    FROM d
+)
+SELECT CASE :'format'
+  WHEN 'json' THEN jsonb_pretty(v)
+  WHEN 'text' THEN concat_ws(E'\n',
+    'job:             ' || (v ->> 'job'),
+    'state:           ' || (v ->> 'state') || CASE WHEN (v ->> 'resync_required')::boolean THEN ' (resync required: ' || (v ->> 'resync_reason') || ')' ELSE '' END,
+    'action:          ' || coalesce(v ->> 'action', '-'),
+    'last error:      ' || coalesce(v ->> 'last_error', '-'),
+    'connection:      ' || (v ->> 'connection_state') || coalesce(format(' (pid %s on %s, heartbeat %s s ago%s)',
+        v #>> '{heartbeat,pid}', v #>> '{heartbeat,host}', v #>> '{heartbeat,age_seconds}',
+        CASE WHEN (v #>> '{heartbeat,stale}')::boolean THEN ', STALE: the process is probably gone'
+             WHEN v #>> '{heartbeat,stopped_at}' IS NOT NULL THEN ', stopped at ' || (v #>> '{heartbeat,stopped_at}')
+             ELSE '' END), ''),
+    'applied:         ' || coalesce(v #>> '{positions,applied_lsn}', '-') ||
+        coalesce(' (lag ' || (v #>> '{lag,bytes}') || ' bytes', ' (lag unknown') ||
+        coalesce(', ' || (v #>> '{lag,seconds}') || ' s since the last applied commit)', ')'),
+    'snapshot:        ' || format('%s/%s tables, %s rows, %s bytes at %s%s', v #>> '{snapshot,tables_done}',
+        v #>> '{snapshot,tables_total}', v #>> '{snapshot,rows}', v #>> '{snapshot,bytes}',
+        coalesce(v #>> '{snapshot,consistent_lsn}', '-'),
+        coalesce(', done ' || (v #>> '{snapshot,done_at}'), '')),
+    'slot:            ' || (v #>> '{slot,name}') ||
+        CASE WHEN NOT (v #>> '{source,reachable}')::boolean THEN ' (source unreachable: ' || coalesce(v #>> '{source,error}', 'not configured') || ')'
+             WHEN NOT (v #>> '{slot,exists}')::boolean THEN ' (missing)'
+             ELSE format(' (%s, %s, wal_status %s): retains %s bytes of WAL, lag %s bytes%s',
+                    CASE WHEN (v #>> '{slot,owned}')::boolean THEN 'owned' ELSE 'not owned' END,
+                    CASE WHEN (v #>> '{slot,active}')::boolean THEN 'active' ELSE 'inactive' END,
+                    coalesce(v #>> '{slot,wal_status}', '-'), coalesce(v #>> '{slot,retained_bytes}', '?'),
+                    coalesce(v #>> '{slot,lag_bytes}', '?'),
+                    CASE WHEN (v #>> '{wal_retention,alarm}')::boolean THEN ' -- ABOVE the alarm of ' || (v #>> '{wal_retention,alarm_bytes}') ELSE '' END) END)
+  ELSE (
+    WITH m(name, help, type, value) AS (VALUES
+      ('pgsync_state', 'Job state: 1 for the current state, 0 for the others.', 'gauge', NULL),
+      ('pgsync_resync_required', 'Whether the job needs a resync (cleanup and bootstrap).', 'gauge', ((v ->> 'resync_required')::boolean)::int::numeric),
+      ('pgsync_connected', 'Whether the running process reports a live source connection.', 'gauge', ((v ->> 'connection_state') = 'connected')::int::numeric),
+      ('pgsync_heartbeat_stale', 'Whether the heartbeat is older than three intervals without a recorded stop.', 'gauge', coalesce((v #>> '{heartbeat,stale}')::boolean, false)::int::numeric),
+      ('pgsync_heartbeat_age_seconds', 'Seconds since the last heartbeat.', 'gauge', (v #>> '{heartbeat,age_seconds}')::numeric),
+      ('pgsync_applied_lsn_bytes', 'Applied source position as a byte offset.', 'gauge', pg_wal_lsn_diff((v #>> '{positions,applied_lsn}')::pg_lsn, '0/0')),
+      ('pgsync_lag_bytes', 'Bytes of source WAL not yet applied.', 'gauge', (v #>> '{lag,bytes}')::numeric),
+      ('pgsync_lag_seconds', 'Seconds since the commit time of the last applied source transaction.', 'gauge', (v #>> '{lag,seconds}')::numeric),
+      ('pgsync_snapshot_tables_total', 'Tables in the snapshot.', 'gauge', (v #>> '{snapshot,tables_total}')::numeric),
+      ('pgsync_snapshot_tables_done', 'Tables copied completely.', 'gauge', (v #>> '{snapshot,tables_done}')::numeric),
+      ('pgsync_snapshot_rows', 'Rows copied by the snapshot so far.', 'gauge', (v #>> '{snapshot,rows}')::numeric),
+      ('pgsync_snapshot_bytes', 'Bytes copied by the snapshot so far.', 'gauge', (v #>> '{snapshot,bytes}')::numeric),
+      ('pgsync_source_up', 'Whether the source answered this status query.', 'gauge', ((v #>> '{source,reachable}')::boolean)::int::numeric),
+      ('pgsync_slot_exists', 'Whether the replication slot exists on the source.', 'gauge', ((v #>> '{slot,exists}')::boolean)::int::numeric),
+      ('pgsync_slot_active', 'Whether a consumer is connected to the slot.', 'gauge', ((v #>> '{slot,active}')::boolean)::int::numeric),
+      ('pgsync_slot_retained_bytes', 'WAL the slot retains on the source (current position - restart_lsn).', 'gauge', (v #>> '{slot,retained_bytes}')::numeric),
+      ('pgsync_slot_lag_bytes', 'WAL not yet confirmed on the slot (current position - confirmed_flush_lsn).', 'gauge', (v #>> '{slot,lag_bytes}')::numeric),
+      ('pgsync_wal_retention_alarm', 'Whether retained WAL is above safety.wal_retention_alarm_bytes.', 'gauge', ((v #>> '{wal_retention,alarm}')::boolean)::int::numeric),
+      ('pgsync_wal_retention_alarm_bytes', 'The configured alarm threshold.', 'gauge', (v #>> '{wal_retention,alarm_bytes}')::numeric),
+      ('pgsync_transactions_total', 'Transactions applied by the running process.', 'counter', (v #>> '{heartbeat,transactions}')::numeric),
+      ('pgsync_changes_total', 'Changes applied by the running process.', 'counter', (v #>> '{heartbeat,changes}')::numeric),
+      ('pgsync_reconnects_total', 'Source reconnections of the running process.', 'counter', (v #>> '{heartbeat,reconnects}')::numeric),
+      ('pgsync_transactions_per_second', 'Transactions per second over the last heartbeat interval.', 'gauge', (v #>> '{heartbeat,transactions_per_sec}')::numeric),
+      ('pgsync_rows_per_second', 'Rows per second over the last heartbeat interval.', 'gauge', (v #>> '{heartbeat,rows_per_sec}')::numeric),
+      ('pgsync_rss_bytes', 'Resident memory of the applying process.', 'gauge', (v #>> '{heartbeat,rss_bytes}')::numeric)
+    ), states(s) AS (VALUES ('INITIALIZING'), ('SNAPSHOTTING'), ('CATCHING_UP'), ('STREAMING'), ('PAUSED'), ('ERROR'), ('RESYNC_REQUIRED'))
+    SELECT string_agg(block, E'\n' ORDER BY ord) FROM (
+      SELECT row_number() OVER () AS ord, concat_ws(E'\n',
+        format('# HELP %s %s', m.name, m.help), format('# TYPE %s %s', m.name, m.type),
+        CASE WHEN m.name = 'pgsync_state' THEN
+          (SELECT string_agg(format('pgsync_state{job="%s",state="%s"} %s', v ->> 'job', st.s,
+                  (st.s = v ->> 'state')::int), E'\n') FROM states st)
+        WHEN m.value IS NOT NULL THEN format('%s{job="%s"} %s', m.name, v ->> 'job', m.value) END) AS block
+        FROM m
+    ) b)
+END
+FROM doc;
+SQL
+
+cmd_status() {
+	setup_connections no
+	catalog_exists || die $EX_PREFLIGHT "the target ($TGT_DISPLAY) has no pgsync schema: job $JOB was never bootstrapped (pgsync bootstrap)"
+	job_load
+	((JOB_EXISTS)) || die $EX_PREFLIGHT "job $JOB does not exist in the target ($TGT_DISPLAY): pgsync bootstrap creates it"
+
+	local reachable=f src_error="" sysid=""
+	SLOT_EXISTS=0
+	if ((HAVE_SOURCE)); then
+		if slot_load && sysid=$(source_sysid); then
+			reachable=t
+		else
+			src_error=$(sql_error)
+			SLOT_EXISTS=0 SLOT_ACTIVE="" SLOT_ACTIVE_PID="" SLOT_RESTART="" SLOT_CONFIRMED=""
+			SLOT_WAL_STATUS="" SLOT_INVALID="" SLOT_RETAINED="" SLOT_LAG="" SLOT_CURRENT=""
+		fi
+	else
+		src_error="PGSYNC_SOURCE_URL is not set"
+	fi
+	local format=text
+	((STATUS_JSON)) && format=json
+	((PROMETHEUS)) && format=prom
+	sql tgt -v format="$format" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" \
+		-v src_reachable="$reachable" -v src_error="$src_error" -v src_sysid="$sysid" \
+		-v src_current="${SLOT_CURRENT:-}" -v src_display="$SRC_DISPLAY" -v slot_exists="$SLOT_EXISTS" \
+		-v slot_active="${SLOT_ACTIVE:-}" -v slot_active_pid="${SLOT_ACTIVE_PID:-}" \
+		-v slot_restart="${SLOT_RESTART:-}" -v slot_confirmed="${SLOT_CONFIRMED:-}" \
+		-v slot_wal_status="${SLOT_WAL_STATUS:-}" -v slot_invalid="${SLOT_INVALID:-}" \
+		-v slot_retained="${SLOT_RETAINED:-}" -v slot_lag="${SLOT_LAG:-}" \
+		-v alarm="${CFG[safety.wal_retention_alarm_bytes]}" -v alarm_action="${CFG[safety.wal_retention_action]}" \
+		<<<"$STATUS_SQL" || die $EX_RUNTIME "cannot read the status of job $JOB from the target: $(sql_error)"
+}

@@ -1,0 +1,71 @@
+# Supervision of child pipelines for bootstrap and run: wait for the first
+# child to end, a deadline or a stop signal, then stop the rest. Sourced by
+# bin/pgsync. A child is never left running behind a returned result.
+
+now_ms() {
+	local t=$EPOCHREALTIME
+	echo $((${t%.*} * 1000 + 10#${t#*.} / 1000))
+}
+
+# Wait (bounded) for the stderr relay of a child that ended, so its last
+# error line is on file before anyone reads it.
+reap_relay() {
+	local pid=$1 relay=${RELAY_OF[$1]:-} i
+	[[ -n $relay ]] || return 0
+	for ((i = 0; i < 50; i++)); do
+		pid_running "$relay" || break
+		sleep 0.1
+	done
+	kill "$relay" 2>/dev/null
+	wait "$relay" 2>/dev/null
+	unset 'RELAY_OF[$pid]'
+}
+
+# supervise DEADLINE_MS NAME:PID...: wait until every child ended (SUP_RESULT
+# ok), one failed (failed: SUP_NAME, SUP_RC; the others are stopped), the
+# deadline passed (timeout) or a stop signal arrived (signal). On timeout and
+# signal every child is stopped. A child that exits 0 while others still run
+# is fine: a pipeline's producer finishes first.
+supervise() {
+	local deadline=$1 spec pid left tick
+	shift
+	local -A name_of=()
+	local -a pids=()
+	for spec in "$@"; do
+		pid=${spec##*:}
+		name_of[$pid]=${spec%:*}
+		pids+=("$pid")
+	done
+	SUP_RESULT=ok SUP_NAME="" SUP_RC=0
+	while ((${#pids[@]})); do
+		left=$((deadline - $(now_ms)))
+		if ((left <= 0)); then
+			SUP_RESULT=timeout
+			break
+		fi
+		tick=$(ms_to_s $((left < 1000 ? left : 1000)))
+		wait_any "$tick" "${pids[@]}"
+		case $WAIT_WHAT in
+		signal)
+			SUP_RESULT=signal
+			break
+			;;
+		exit)
+			forget_child "$WAIT_PID"
+			reap_relay "$WAIT_PID"
+			local -a rest=()
+			for pid in "${pids[@]}"; do [[ $pid == "$WAIT_PID" ]] || rest+=("$pid"); done
+			pids=("${rest[@]}")
+			if ((WAIT_RC != 0)); then
+				SUP_RESULT=failed SUP_NAME=${name_of[$WAIT_PID]} SUP_RC=$WAIT_RC
+				break
+			fi
+			;;
+		esac
+	done
+	for pid in "${pids[@]}"; do
+		stop_pid "$pid" 10
+		reap_relay "$pid"
+	done
+	[[ $SUP_RESULT == ok ]]
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bats
+# pgsync check against real servers: every source and target prerequisite of
+# the operations guide, one line per finding, each failure with its fix,
+# exit 3 on any failure and 0 when all pass, and nothing created anywhere.
+
+load lib/cluster
+load pgsync-helpers
+
+setup_file() {
+	cluster_start src
+	cluster_start tgt
+	# A source that cannot do logical replication at all.
+	cluster_start low --set wal_level=replica --set max_replication_slots=1 --set max_wal_senders=1
+	psql_at src -c "CREATE SCHEMA app;
+		CREATE TABLE app.orders (id int PRIMARY KEY, note text);
+		CREATE TABLE app.items (id int, sku text NOT NULL);
+		CREATE UNIQUE INDEX items_sku ON app.items (sku);
+		ALTER TABLE app.items REPLICA IDENTITY USING INDEX items_sku;
+		CREATE TABLE app.audit (id int, note text);
+		CREATE TABLE app.wide (id int, note text);
+		ALTER TABLE app.wide REPLICA IDENTITY FULL;
+		CREATE TABLE app.extra (id int PRIMARY KEY);
+		CREATE PUBLICATION ck_pub FOR TABLE app.orders, app.items"
+	job_conf ck ck_slot ck_pub app.orders,app.items >/dev/null
+}
+
+teardown_file() {
+	cluster_stop_all
+}
+
+objects_on() {
+	psql_at "$1" -c "SELECT (SELECT count(*) FROM pg_replication_slots) || ' ' || (SELECT count(*) FROM pg_publication)
+		|| ' ' || (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgsync') || ' ' || (SELECT count(*) FROM pg_class)"
+}
+
+@test "check passes (exit 0) with an ok line for every prerequisite and creates nothing on either side" {
+	src_before=$(objects_on src)
+	tgt_before=$(objects_on tgt)
+	run pgs ck check
+	[ "$status" -eq 0 ]
+	[[ $output == *"ok    source: wal_level = logical"* ]]
+	[[ $output == *"ok    source: max_replication_slots = 32 with 0 in use, this job needs one more"* ]]
+	[[ $output == *"ok    source: max_wal_senders = 32 with 0 in use; this job needs one and check one while it probes"* ]]
+	[[ $output == *"ok    source: role postgres has LOGIN"* ]]
+	[[ $output == *"ok    source: role postgres has REPLICATION"* ]]
+	[[ $output == *"ok    source: CONNECT on database postgres"* ]]
+	[[ $output == *"ok    source: USAGE on schema app"* ]]
+	[[ $output == *"ok    source: SELECT on app.orders"* ]]
+	[[ $output == *"ok    source: app.orders has a primary key"* ]]
+	[[ $output == *"ok    source: app.items has a replica identity index"* ]]
+	[[ $output == *"ok    source: publication ck_pub publishes insert update delete truncate"* ]]
+	[[ $output == *"ok    source: publication ck_pub contains exactly the 2 configured tables"* ]]
+	[[ $output == *"ok    source: replication connection (IDENTIFY_SYSTEM): system identifier "* ]]
+	[[ $output == *"ok    source: replication slot ck_slot does not exist yet: bootstrap creates it"* ]]
+	[[ $output == *"info  target: role postgres is a superuser: apply sets session_replication_role = replica"* ]]
+	[[ $output == *"ok    target: CREATE on database postgres, to create schema pgsync"* ]]
+	[[ $output == *"ok    target: app.orders does not exist yet: bootstrap creates it and schema app"* ]]
+	[[ $output == *"pgsync: check passed with 0 warning(s)"* ]]
+	[[ $output != *FAIL* ]]
+	[ "$(objects_on src)" = "$src_before" ]
+	[ "$(objects_on tgt)" = "$tgt_before" ]
+}
+
+@test "publication problems: a missing table, an extra table, missing actions and no truncate" {
+	psql_at src -c "CREATE PUBLICATION ck_bad FOR TABLE app.orders, app.extra WITH (publish = 'insert, delete')"
+	job_conf ck_bad ck_bad_slot ck_bad_pub app.orders,app.items >/dev/null
+	sed -i 's/^source.publication = .*/source.publication = ck_bad/' "$BATS_FILE_TMPDIR/ck_bad.conf"
+	run pgs ck_bad check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: publication ck_bad publishes insert delete; fix: ALTER PUBLICATION ck_bad SET (publish = 'insert, update, delete, truncate')"* ]]
+	[[ $output == *"warn  source: publication ck_bad does not publish truncate: a TRUNCATE on the source is not replicated; fix: ALTER PUBLICATION ck_bad SET (publish = 'insert, update, delete, truncate')"* ]]
+	[[ $output == *"FAIL  source: publication ck_bad does not contain app.items; fix: ALTER PUBLICATION ck_bad ADD TABLE app.items"* ]]
+	[[ $output == *"FAIL  source: publication ck_bad also contains app.extra, which is not in replication.tables; fix: ALTER PUBLICATION ck_bad DROP TABLE app.extra, or add app.extra to replication.tables"* ]]
+	[[ $output == *"pgsync: error: check failed: 3 problem(s), 1 warning(s)"* ]]
+	job_conf ck_none ck_none_slot ck_missing_pub app.orders >/dev/null
+	run pgs ck_none check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: publication ck_missing_pub does not exist; fix: CREATE PUBLICATION ck_missing_pub FOR TABLE app.orders"* ]]
+}
+
+@test "tables: missing, without a key (fail), REPLICA IDENTITY FULL (warning)" {
+	psql_at src -c "CREATE PUBLICATION ck_keys FOR TABLE app.audit, app.wide"
+	job_conf ck_keys ck_keys_slot ck_keys app.audit,app.wide,app.nosuch >/dev/null
+	run pgs ck_keys check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: app.audit has no primary key or replica identity index: once published, the application's own updates and deletes on it fail; fix: add a primary key, or ALTER TABLE app.audit REPLICA IDENTITY USING INDEX <unique index on NOT NULL columns>"* ]]
+	[[ $output == *"warn  source: app.wide has REPLICA IDENTITY FULL: updates and deletes are matched on every column, slow on large tables"* ]]
+	[[ $output == *"FAIL  source: table app.nosuch does not exist; fix: create it, or remove app.nosuch from replication.tables"* ]]
+}
+
+@test "a role without REPLICATION, SELECT and USAGE: each failure with its fix, and the replication probe refused" {
+	psql_at src -c "CREATE ROLE ck_user LOGIN"
+	SRC_URL="$src_URL user=ck_user" run pgs ck check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: role ck_user lacks REPLICATION; fix: ALTER ROLE ck_user REPLICATION (as a superuser)"* ]]
+	[[ $output == *"FAIL  source: USAGE on schema app; fix: GRANT USAGE ON SCHEMA app TO ck_user"* ]]
+	[[ $output == *"FAIL  source: SELECT on app.orders; fix: GRANT SELECT ON app.orders TO ck_user"* ]]
+	# The server's wording varies by version ("must be superuser or
+	# replication role", "permission denied to start WAL sender").
+	[[ $output == *"FAIL  source: replication connection refused: "*"; fix: allow the role in pg_hba.conf for the database"* ]]
+	psql_at src -c "ALTER ROLE ck_user REPLICATION; GRANT USAGE ON SCHEMA app TO ck_user; GRANT SELECT ON ALL TABLES IN SCHEMA app TO ck_user"
+	SRC_URL="$src_URL user=ck_user" run pgs ck check
+	[ "$status" -eq 0 ]
+	[[ $output == *"ok    source: role ck_user has REPLICATION"* ]]
+}
+
+@test "pg_hba.conf rejecting the role: the connection failure line says how to fix it" {
+	psql_at src -c "CREATE ROLE ck_hba LOGIN REPLICATION"
+	hba=$src_DIR/data/pg_hba.conf
+	cp "$hba" "$BATS_FILE_TMPDIR/pg_hba.conf.orig"
+	{ echo "local all ck_hba reject"; cat "$BATS_FILE_TMPDIR/pg_hba.conf.orig"; } >"$hba"
+	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
+	SRC_URL="$src_URL user=ck_hba" run pgs ck check
+	cp "$BATS_FILE_TMPDIR/pg_hba.conf.orig" "$hba"
+	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: cannot connect to the source (host=$src_DIR/sock port="*"): "*"pg_hba.conf rejects connection for host \"[local]\", user \"ck_hba\""*"; fix: check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"* ]]
+}
+
+@test "a source without logical decoding or headroom: wal_level, slots and senders each fail" {
+	psql_at low -c "CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION p FOR TABLE t; SELECT pg_create_physical_replication_slot('held')" >/dev/null
+	job_conf ck_low ck_low_slot p public.t >/dev/null
+	SRC_URL=$low_URL run pgs ck_low check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: wal_level = replica, logical decoding needs logical; fix: set wal_level = logical in postgresql.conf and restart the source server (pgsync never changes it)"* ]]
+	[[ $output == *"FAIL  source: max_replication_slots = 1 with 1 in use, this job needs one more; fix: raise max_replication_slots (server restart) or drop slots nothing uses"* ]]
+	[[ $output == *"FAIL  source: max_wal_senders = 1 with 0 in use; this job needs one and check one while it probes; fix: raise max_wal_senders (server restart): one sender per job, plus one for pgsync check"* ]]
+}
+
+@test "target: a role that cannot create the pgsync schema, and an existing table lacking a source column" {
+	psql_at tgt -c "CREATE ROLE ck_tgt LOGIN; CREATE SCHEMA app; CREATE TABLE app.orders (id int PRIMARY KEY); GRANT USAGE ON SCHEMA app TO ck_tgt"
+	TGT_URL="$tgt_URL user=ck_tgt" run pgs ck check
+	[ "$status" -eq 3 ]
+	[[ $output == *"info  target: role ck_tgt is not a superuser: triggers fire on the target and foreign key order matters"* ]]
+	[[ $output == *"FAIL  target: CREATE on database postgres, to create schema pgsync; fix: GRANT CREATE ON DATABASE postgres TO ck_tgt"* ]]
+	[[ $output == *"FAIL  target: app.orders exists; SELECT, INSERT, UPDATE, DELETE, TRUNCATE on it; fix: GRANT USAGE ON SCHEMA app TO ck_tgt; GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON app.orders TO ck_tgt"* ]]
+	[[ $output == *"FAIL  target: app.orders has no column note, which the source table has; fix: ALTER TABLE app.orders ADD COLUMN note <type> on the target, or drop the target table so bootstrap creates it"* ]]
+	[[ $output == *"FAIL  target: app.items does not exist yet: bootstrap creates it in schema app; fix: GRANT CREATE ON SCHEMA app TO ck_tgt"* ]]
+	psql_at tgt -c "DROP SCHEMA app CASCADE"
+}
+
+@test "a slot of that name that the job did not create fails the check" {
+	psql_at src -c "SELECT pg_create_logical_replication_slot('ck_slot', 'pgoutput')" >/dev/null
+	run pgs ck check
+	psql_at src -c "SELECT pg_drop_replication_slot('ck_slot')" >/dev/null
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: replication slot ck_slot already exists and job ck did not create it: pgsync never touches it; fix: choose another source.slot, or drop the slot yourself if nothing uses it: SELECT pg_drop_replication_slot('ck_slot')"* ]]
+}
+
+@test "an unreachable target is a failure line too, with exit 3" {
+	TGT_URL="host=$BATS_FILE_TMPDIR port=1 user=postgres dbname=postgres" run pgs ck check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  target: cannot connect to the target (host=$BATS_FILE_TMPDIR port=1 user=postgres dbname=postgres): "* ]]
+}

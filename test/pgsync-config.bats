@@ -1,0 +1,280 @@
+#!/usr/bin/env bats
+# pgsync-config and pgsync's command line: strict configuration with
+# FILE:LINE errors (exit 2), the derived message limit and the memory budget,
+# connection strings shown without passwords. No server needed.
+
+load lib/common
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return
+	cat >base.conf <<'EOF'
+job.name = orders
+source.slot = orders_slot
+source.publication = orders_pub
+replication.tables = public.orders, sales.items
+EOF
+}
+
+# conf LINES...: base.conf plus the given lines as test.conf.
+conf() {
+	{
+		cat base.conf
+		printf '%s\n' "$@"
+	} >test.conf
+}
+
+@test "a minimal configuration is valid and every key gets its documented default" {
+	run pgsync-config -c base.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"job.state_dir = $BATS_TEST_TMPDIR/orders.state  # default"* ]]
+	[[ $output == *"replication.tables = public.orders,sales.items"* ]]
+	[[ $output == *"safety.auto_create_publication = false  # default"* ]]
+	[[ $output == *"safety.heartbeat_interval = 10000ms  # default"* ]]
+	[[ $output == *"safety.wal_retention_action = warn  # default"* ]]
+	[[ $output == *"resources.snapshot_timeout = 21600000ms  # default"* ]]
+	[[ $output == *"resources.max_parallel_copies = 4  # default"* ]]
+	[[ $output == *"resources.memory_budget_mb = 256  # default"* ]]
+}
+
+@test "max_message_bytes unset is derived from the budget and capped at 32 MiB" {
+	run pgsync-config -c base.conf
+	[[ $output == *"resources.max_message_bytes = 33554432  # derived"* ]]
+	# 100 MiB budget: (100 - 64 - 16 - 8 - 10) MiB / 2 = 1 MiB.
+	conf "resources.memory_budget_mb = 100"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"resources.max_message_bytes = 1048576  # derived"* ]]
+}
+
+@test "a budget that does not cover the sum is exit 2 at the budget's line" {
+	conf "resources.max_inflight_bytes = 200MB" "resources.memory_budget_mb = 220"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: test.conf:6: resources.memory_budget_mb = 220 does not cover max_inflight_bytes + max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 236 MiB" ]
+}
+
+@test "an explicit max_message_bytes is counted twice in the budget" {
+	conf "resources.max_message_bytes = 100MB"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: test.conf:5: resources.memory_budget_mb = 256 does not cover max_inflight_bytes + max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x max_message_bytes + 10 MiB = 298 MiB" ]
+	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 298"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"resources.max_message_bytes = 104857600"* ]]
+}
+
+@test "an unknown key is exit 2 with file and line" {
+	conf "safety.heartbeat = 10s"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: test.conf:5: unknown key "safety.heartbeat"' ]
+}
+
+@test "a duplicate key is exit 2 naming both lines" {
+	conf "source.slot = other"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: test.conf:5: duplicate key "source.slot" (first set on line 2)' ]
+}
+
+@test "bad values are each reported with their line, all in one run" {
+	conf "safety.wal_retention_action = halt" "safety.heartbeat_interval = 10 s" \
+		"resources.max_parallel_copies = 0" "safety.auto_create_publication = yes" \
+		"resources.max_batch_bytes = 16 MB" "line without equals"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync-config: error: test.conf:5: invalid safety.wal_retention_action "halt": expected warn|stop' ]
+	[ "${lines[1]}" = 'pgsync-config: error: test.conf:6: invalid duration "10 s" for safety.heartbeat_interval: use a number with ms, s, min, h or d' ]
+	[ "${lines[2]}" = 'pgsync-config: error: test.conf:7: invalid resources.max_parallel_copies "0": expected an integer from 1 to 64' ]
+	[ "${lines[3]}" = 'pgsync-config: error: test.conf:8: invalid safety.auto_create_publication "yes": expected true or false' ]
+	[ "${lines[4]}" = 'pgsync-config: error: test.conf:9: invalid size "16 MB" for resources.max_batch_bytes: use a number with optional kB, MB, GB or TB' ]
+	[ "${lines[5]}" = 'pgsync-config: error: test.conf:10: expected "key = value"' ]
+	[ "${#lines[@]}" -eq 6 ]
+}
+
+@test "table lists: unqualified, empty and duplicate items are refused" {
+	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a, b\n' >t1.conf
+	run pgsync-config -c t1.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: t1.conf:4: invalid table "b" in replication.tables: expected schema.table, each name 1-63 letters, digits, _ or $ as stored in the catalog' ]
+	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a,,public.b\n' >t2.conf
+	run pgsync-config -c t2.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: t2.conf:4: empty item in replication.tables' ]
+	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a, public.a\n' >t3.conf
+	run pgsync-config -c t3.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: t3.conf:4: table "public.a" is listed twice in replication.tables' ]
+}
+
+@test "a table list continues on the next line after a trailing comma; comments are ignored" {
+	cat >multi.conf <<'EOF'
+# the orders job
+job.name = j   # trailing comment
+source.slot = s
+source.publication = p
+replication.tables = public.a,
+    public.b,   # continued
+    "x".c_1
+EOF
+	run pgsync-config -c multi.conf
+	[ "$status" -eq 2 ]
+	[[ $output == *'multi.conf:5: invalid table ""x".c_1"'* ]]
+	sed -i 's/"x"/x/' multi.conf
+	run pgsync-config -c multi.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"replication.tables = public.a,public.b,x.c_1"* ]]
+	[[ $output == *"job.name = j"* ]]
+}
+
+@test "missing required keys are exit 2 naming each" {
+	printf 'job.name = j\n' >short.conf
+	run pgsync-config -c short.conf
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync-config: error: short.conf: missing required key source.slot' ]
+	[ "${lines[1]}" = 'pgsync-config: error: short.conf: missing required key source.publication' ]
+	[ "${lines[2]}" = 'pgsync-config: error: short.conf: missing required key replication.tables' ]
+}
+
+@test "slot and job names follow PostgreSQL's and the file system's rules" {
+	conf "job.state_dir = st"
+	sed -i 's/^source.slot = .*/source.slot = Orders-Slot/; s/^job.name = .*/job.name = my job/' test.conf
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync-config: error: test.conf:1: invalid job.name "my job": use 1-63 letters, digits, _ or -' ]
+	[ "${lines[1]}" = 'pgsync-config: error: test.conf:2: invalid source.slot "Orders-Slot": replication slot names use 1-63 lower-case letters, digits and _' ]
+}
+
+@test "a relative state_dir is relative to the configuration file; --state-dir overrides it" {
+	mkdir -p etc
+	conf "job.state_dir = state/orders"
+	mv test.conf etc/
+	run pgsync-config -c etc/test.conf
+	[[ $output == *"job.state_dir = $BATS_TEST_TMPDIR/etc/state/orders"* ]]
+	run pgsync-config -c etc/test.conf --state-dir /var/lib/pgsync/orders
+	[[ $output == *"job.state_dir = /var/lib/pgsync/orders"* ]]
+}
+
+@test "the NUL-separated form carries every key for the script" {
+	run bash -c "pgsync-config -c base.conf -0 | tr '\\0' '\\n'"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "config.file=$BATS_TEST_TMPDIR/base.conf" ]
+	[ "${#lines[@]}" -eq 18 ]
+	[[ $output == *$'\n'"safety.max_retries=5"$'\n'* ]]
+}
+
+@test "a missing configuration file is exit 2" {
+	run pgsync-config -c nonexistent.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: cannot open configuration file nonexistent.conf: No such file or directory" ]
+}
+
+@test "pgsync reports configuration errors as pgsync with file and line, exit 2" {
+	conf "resources.buffer_size_kb = lots"
+	PGSYNC_TARGET_URL=host=/nonexistent run pgsync -c test.conf check
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync: error: test.conf:5: invalid resources.buffer_size_kb "lots": expected an integer from 8 to 1048576' ]
+}
+
+@test "--display-url drops the password of URLs and keyword strings" {
+	run pgsync-config --display-url <<<"postgresql://app:s3cret@db.example:6543/shop?sslmode=require"
+	[ "$status" -eq 0 ]
+	[ "$output" = "host=db.example port=6543 user=app dbname=shop" ]
+	run pgsync-config --display-url <<<"host=db user=app password=s3cret dbname=shop"
+	[ "$output" = "host=db user=app dbname=shop" ]
+}
+
+@test "--service writes a libpq service section and refuses what it cannot hold" {
+	run pgsync-config --service src <<<"postgresql://app:s3cret@db:6543/shop?sslmode=require&keepalives=1"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "[src]" ]
+	[[ $output == *$'\n'"password=s3cret"$'\n'* ]]
+	[[ $output == *$'\n'"keepalives=1"* ]]
+	run pgsync-config --service src --label PGSYNC_SOURCE_URL <<<"service=other"
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: PGSYNC_SOURCE_URL: the service option is not supported here; spell the connection out" ]
+	run pgsync-config --service src --label PGSYNC_SOURCE_URL <<<"host=db password=never-shown junk"
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: PGSYNC_SOURCE_URL is not a valid connection string or URL" ]
+}
+
+@test "pgsync --help prints usage on stdout with exit 0, --version the version" {
+	run pgsync --help
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} == "usage: pgsync [-c FILE] [--state-dir DIR] [--json] [--log LEVEL] check" ]]
+	[[ $output == *"Exit status: 0 done or stopped by a signal"* ]]
+	run pgsync --version
+	[ "$output" = "pgsync (pgsync) 0.1.0" ]
+	run pgsync-config --version
+	[ "$output" = "pgsync-config (pgsync) 0.1.0" ]
+}
+
+@test "pgsync usage errors are exit 2 with usage on stderr" {
+	run pgsync
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pgsync: error: no command given" ]
+	[[ ${lines[1]} == "usage: pgsync "* ]]
+	run pgsync frobnicate
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync: error: unknown command "frobnicate"' ]
+	run pgsync --bogus status
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pgsync: error: unknown option --bogus" ]
+	run pgsync --log loud status
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync: error: invalid log level "loud": use debug, info, warn or error' ]
+	run pgsync run --yes
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pgsync: error: --yes belongs to cleanup" ]
+	run pgsync-config --bogus
+	[ "$status" -eq 2 ]
+	[[ ${lines[-1]} == "       pgsync-config --catalog-sql" ]]
+}
+
+@test "cleanup without --yes refuses with exit 2 before touching anything" {
+	run pgsync -c base.conf cleanup
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync: error: cleanup drops the job's replication slot and its pgsync.job row: confirm with --yes" ]
+}
+
+@test "a missing target URL is a configuration error, exit 2" {
+	PGSYNC_TARGET_URL= run pgsync -c base.conf status
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync: error: PGSYNC_TARGET_URL is not set (the target connection string or URL)" ]
+	PGSYNC_TARGET_URL=host=x PGSYNC_SOURCE_URL= run pgsync -c base.conf check
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync: error: PGSYNC_SOURCE_URL is not set (the source connection string or URL)" ]
+}
+
+@test "--json logs are one JSON object per line" {
+	conf "bogus = 1"
+	run pgsync --json -c test.conf check
+	[ "$status" -eq 2 ]
+	echo "$output" | jq -e 'select(.program == "pgsync" and .level == "error" and (.msg | endswith("unknown key \"bogus\"")))'
+}
+
+@test "the catalog DDL is the C programs' own definition" {
+	run pgsync-config --catalog-sql
+	[ "$status" -eq 0 ]
+	[[ $output == *"CREATE TABLE IF NOT EXISTS pgsync.job ("* ]]
+	[[ $output == *"CREATE TABLE IF NOT EXISTS pgsync.job_runtime ("* ]]
+}
+
+@test "the commented example configuration is valid, also with every key uncommented" {
+	run pgsync-config -c "$PGSYNC_ROOT/doc/pgsync.conf.example"
+	[ "$status" -eq 0 ]
+	[[ $output == *"replication.tables = public.orders,public.order_lines,billing.invoices"* ]]
+	sed -E 's/^#([a-z_]+\.[a-z_]+ = )/\1/' "$PGSYNC_ROOT/doc/pgsync.conf.example" >all.conf
+	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 17 ]
+	run pgsync-config -c all.conf
+	[ "$status" -eq 0 ]
+	[[ $output != *"# default"* ]]
+}
+
+@test "status against an unreachable target is a runtime error (exit 1) naming the connection" {
+	PGSYNC_TARGET_URL="host=$BATS_TEST_TMPDIR port=1 user=nobody password=never-shown dbname=x" run pgsync -c base.conf status
+	[ "$status" -eq 1 ]
+	[[ $output == "pgsync: error: cannot read the target (host=$BATS_TEST_TMPDIR port=1 user=nobody dbname=x): connection to server on socket"* ]]
+	[[ $output != *never-shown* ]]
+}

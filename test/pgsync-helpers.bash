@@ -1,0 +1,153 @@
+# Helpers for the pgsync orchestrator tests (test/pgsync-*.bats): job
+# configuration files, running pgsync against the file's src and tgt
+# clusters, and waiting for job states. Load after lib/cluster.
+
+# job_conf JOB SLOT PUBLICATION TABLES [key=value...]: write
+# $BATS_FILE_TMPDIR/JOB.conf (state in $BATS_FILE_TMPDIR/JOB.state) with a
+# one-second heartbeat; prints its path.
+job_conf() {
+	local job=$1 slot=$2 pub=$3 tables=$4 kv
+	shift 4
+	local conf=$BATS_FILE_TMPDIR/$job.conf
+	{
+		echo "job.name = $job"
+		echo "job.state_dir = $BATS_FILE_TMPDIR/$job.state"
+		echo "source.slot = $slot"
+		echo "source.publication = $pub"
+		echo "replication.tables = $tables"
+		echo "safety.heartbeat_interval = 1s"
+		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
+	} >"$conf"
+	echo "$conf"
+}
+
+# pgsync's scratch directory: inside bats' own, so that what a killed
+# pgsync leaves behind goes away with the test file.
+pgs_tmpdir() {
+	if [[ -n ${TMPDIR:-} && $TMPDIR != /tmp ]]; then
+		printf '%s\n' "$TMPDIR"
+	else
+		printf '%s\n' "$BATS_FILE_TMPDIR"
+	fi
+}
+
+# pgs JOB [pgsync arguments...]: pgsync for JOB's configuration, source src
+# and target tgt (override with SRC_URL / TGT_URL).
+pgs() {
+	local job=$1
+	shift
+	PGSYNC_SOURCE_URL=${SRC_URL:-$src_URL} PGSYNC_TARGET_URL=${TGT_URL:-$tgt_URL} TMPDIR=$(pgs_tmpdir) \
+		pgsync -c "$BATS_FILE_TMPDIR/$job.conf" "$@"
+}
+
+# job_field JOB COLUMN: one column of the job's pgsync.job row.
+job_field() {
+	psql_at tgt -c "SELECT $2 FROM pgsync.job WHERE job = '$1'"
+}
+
+job_state() {
+	job_field "$1" state
+}
+
+slot_exists() {
+	[[ $(psql_at src -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$1'") == 1 ]]
+}
+
+# (A negated command never fails a bats test: errexit ignores "!".)
+slot_gone() {
+	! slot_exists "$1"
+}
+
+state_is() {
+	[[ $(job_state "$1") == "$2" ]]
+}
+
+# pgs_bg LOG JOB [pgsync arguments...]: pgsync in the background, output in
+# LOG. BG_PID is pgsync's own pid; its exit status lands in LOG.status
+# (bats runs each test in its own process, so a run can outlive the test
+# that started it). SIGINT is not ignored, as it otherwise is in a script's
+# background jobs, and bats' own output descriptor is not inherited.
+pgs_bg() {
+	local log=$1 job=$2
+	shift 2
+	rm -f "$log.pid" "$log.status"
+	(
+		export PGSYNC_SOURCE_URL=${SRC_URL:-$src_URL} PGSYNC_TARGET_URL=${TGT_URL:-$tgt_URL}
+		TMPDIR=$(pgs_tmpdir)
+		export TMPDIR
+		env --default-signal=INT pgsync -c "$BATS_FILE_TMPDIR/$job.conf" "$@" >"$log" 2>&1 &
+		echo $! >"$log.pid"
+		status=0
+		wait $! || status=$?
+		echo "$status" >"$log.status"
+	) 3>&- &
+	wait_until 10 test -s "$log.pid"
+	BG_PID=$(<"$log.pid")
+}
+
+# bg_wait LOG SECONDS: wait for the background pgsync writing LOG to end;
+# BG_STATUS is its exit status.
+bg_wait() {
+	wait_until "$2" test -s "$1.status" || return
+	BG_STATUS=$(<"$1.status")
+}
+
+# start_run JOB [pgsync options]: pgsync run in the background, output in
+# $BATS_FILE_TMPDIR/JOB.run.log; RUN_PID is its pid.
+start_run() {
+	local job=$1
+	shift
+	pgs_bg "$BATS_FILE_TMPDIR/$job.run.log" "$job" "$@" run
+	echo "$BATS_FILE_TMPDIR/$job.run.log" >"$BATS_FILE_TMPDIR/current_run"
+	RUN_PID=$BG_PID
+}
+
+current_run_log() {
+	cat "$BATS_FILE_TMPDIR/current_run"
+}
+
+# run_alive: the last started run is still running.
+run_alive() {
+	local log
+	[[ -f $BATS_FILE_TMPDIR/current_run ]] || return 1
+	log=$(current_run_log)
+	[[ ! -s $log.status ]] && kill -0 "$(<"$log.pid")" 2>/dev/null
+}
+
+# stop_run [SIGNAL]: signal the last started run and wait for it; RUN_STATUS
+# is its exit status.
+stop_run() {
+	local log
+	log=$(current_run_log)
+	kill -"${1:-TERM}" "$(<"$log.pid")" 2>/dev/null || true
+	bg_wait "$log" 60
+	RUN_STATUS=$BG_STATUS
+}
+
+# wait_run SECONDS: wait for the last started run to end on its own.
+wait_run() {
+	bg_wait "$(current_run_log)" "$1"
+	RUN_STATUS=$BG_STATUS
+}
+
+run_log() {
+	cat "$BATS_FILE_TMPDIR/$1.run.log"
+}
+
+# same_tables TABLE...: the source and the target hold the same rows.
+same_tables() {
+	local t
+	for t in "$@"; do
+		[[ $(table_checksum "$src_URL" "$t") == $(table_checksum "$tgt_URL" "$t") ]] || {
+			echo "table $t differs between source and target" >&2
+			return 1
+		}
+	done
+}
+
+# applied_reaches JOB: the target applied everything the source has written.
+applied_reaches() {
+	local lsn
+	lsn=$(psql_at src -c "SELECT pg_current_wal_lsn()")
+	[[ $(psql_at tgt -c "SELECT applied_lsn >= '$lsn' FROM pgsync.job WHERE job = '$1'") == t ]]
+}

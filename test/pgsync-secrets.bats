@@ -1,0 +1,158 @@
+#!/usr/bin/env bats
+# Passwords never leave the environment: with password-protected roles
+# (scram-sha-256) on both servers, no output, log, state file, catalog row,
+# command line or child environment of any pgsync command shows them.
+
+load lib/cluster
+load pgsync-helpers
+
+readonly SRC_PW='s3cret-Src-Passw0rd'
+readonly TGT_PW='s3cret-Tgt-Passw0rd'
+
+# Put a scram-sha-256 line for ROLE in front of the cluster's trust rules.
+require_password() {
+	local dir=$1 role=$2
+	{ echo "host all $role 127.0.0.1/32 scram-sha-256"; cat "$dir/data/pg_hba.conf"; } >"$dir/data/pg_hba.conf.new"
+	mv "$dir/data/pg_hba.conf.new" "$dir/data/pg_hba.conf"
+	chown postgres: "$dir/data/pg_hba.conf" 2>/dev/null || true
+}
+
+setup_file() {
+	cluster_start src
+	cluster_start tgt
+	psql_at src -c "SET password_encryption = 'scram-sha-256'; CREATE ROLE app LOGIN REPLICATION PASSWORD '$SRC_PW';
+		CREATE TABLE sec_t (id int PRIMARY KEY, v text); INSERT INTO sec_t SELECT g, 'v' FROM generate_series(1, 50) g;
+		GRANT SELECT ON sec_t TO app; CREATE PUBLICATION sec_pub FOR TABLE sec_t"
+	psql_at tgt -c "SET password_encryption = 'scram-sha-256'; CREATE ROLE tapp LOGIN PASSWORD '$TGT_PW';
+		GRANT CREATE ON DATABASE postgres TO tapp; GRANT CREATE ON SCHEMA public TO tapp"
+	require_password "$src_DIR" app
+	require_password "$tgt_DIR" tapp
+	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
+	psql_at tgt -c "SELECT pg_reload_conf()" >/dev/null
+	echo "postgresql://app:$SRC_PW@127.0.0.1:$(cat "$src_DIR/port")/postgres" >"$BATS_FILE_TMPDIR/src.url"
+	echo "postgresql://tapp:$TGT_PW@127.0.0.1:$(cat "$tgt_DIR/port")/postgres" >"$BATS_FILE_TMPDIR/tgt.url"
+	job_conf sec sec_slot sec_pub public.sec_t >/dev/null
+	mkdir -p "$BATS_FILE_TMPDIR/tmp" "$BATS_FILE_TMPDIR/out"
+	printf '%s\n' "$SRC_PW" "$TGT_PW" >"$BATS_FILE_TMPDIR/passwords"
+}
+
+teardown_file() {
+	if run_alive; then stop_run TERM; fi
+	cluster_stop_all
+}
+
+setup() {
+	# Shell variables for pgs, not exported: only pgsync's own
+	# PGSYNC_*_URL variables may carry the passwords into its environment.
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/src.url")
+	TGT_URL=$(<"$BATS_FILE_TMPDIR/tgt.url")
+	export TMPDIR=$BATS_FILE_TMPDIR/tmp
+}
+
+# The last command of a function, so that a match fails the test (a
+# negated command on its own line never does).
+# The patterns come from a file: a grep with the passwords in its own
+# arguments would find itself in ps.
+no_password_in() {
+	! grep -r -l -F -f "$BATS_FILE_TMPDIR/passwords" "$@"
+}
+
+no_password_on_stdin() {
+	! grep -q -F -f "$BATS_FILE_TMPDIR/passwords"
+}
+
+has_password() {
+	grep -q -F -f "$BATS_FILE_TMPDIR/passwords" "$@"
+}
+
+# keep NAME: save the last run's output for the final sweep.
+keep() {
+	printf '%s\n' "$output" >"$BATS_FILE_TMPDIR/out/$1"
+}
+
+@test "the password roles really need their passwords" {
+	run psql -X -w -d "postgresql://app:wrong@127.0.0.1:$(cat "$src_DIR/port")/postgres" -c "SELECT 1"
+	[ "$status" -ne 0 ]
+	[[ $output == *"password authentication failed"* ]]
+	run psql -X -d "$SRC_URL" -Atc "SELECT current_user"
+	[ "$output" = app ]
+}
+
+@test "check, bootstrap and status show connections without passwords" {
+	run pgs sec check
+	keep check
+	[ "$status" -eq 0 ]
+	[[ $output == *"source host=127.0.0.1 port=$(cat "$src_DIR/port") user=app dbname=postgres"* ]]
+	run pgs sec --log debug bootstrap
+	keep bootstrap
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run pgs sec status
+	keep status
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run pgs sec status --json
+	keep status.json
+	echo "$output" | jq -e '.source.connection | startswith("host=127.0.0.1 ")'
+	run pgs sec status --prometheus
+	keep status.prom
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "while run streams: no password on any command line or in any child's environment" {
+	start_run sec --json --log debug
+	wait_until 20 state_is sec STREAMING
+	psql_at src -c "INSERT INTO sec_t VALUES (100, 'streamed')"
+	wait_until 20 same_tables sec_t
+	# Every process of the job: pgsync and its children.
+	pids="$RUN_PID $(ps -o pid= --ppid "$RUN_PID" | tr '\n' ' ')"
+	for pid in $pids; do
+		tr '\0' '\n' <"/proc/$pid/cmdline" | no_password_on_stdin
+		if [[ $(cat "/proc/$pid/comm") == pg-* ]]; then
+			tr '\0' '\n' <"/proc/$pid/environ" | no_password_on_stdin
+		fi
+	done
+	ps -eo args | no_password_on_stdin
+	# The service file the children use is private to pgsync.
+	svc=$(find "$TMPDIR" -name pg_service.conf)
+	[ -n "$svc" ]
+	[ "$(stat -c %a "$svc")" = 600 ]
+	[ "$(stat -c %a "$(dirname "$svc")")" = 700 ]
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+	# ... and gone once pgsync ended.
+	[ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "a scratch directory left by a killed pgsync is removed by the next one" {
+	# Pids stay below pid_max, which is at most 4194304: no process has this one.
+	mkdir -m 700 "$TMPDIR/pgsync.4194304.leftover"
+	cp "$BATS_FILE_TMPDIR/passwords" "$TMPDIR/pgsync.4194304.leftover/pg_service.conf"
+	run pgs sec status
+	[ "$status" -eq 0 ]
+	[ ! -e "$TMPDIR/pgsync.4194304.leftover" ]
+}
+
+@test "a wrong password is reported without echoing it" {
+	bad="postgresql://app:Wr0ng-Passw0rd-Value@127.0.0.1:$(cat "$src_DIR/port")/postgres"
+	SRC_URL=$bad run pgs sec check
+	[ "$status" -eq 3 ]
+	[[ $output == *'password authentication failed for user "app"'* ]]
+	[[ $output != *Wr0ng-Passw0rd-Value* ]]
+	SRC_URL="host=127.0.0.1 password=Wr0ng-Passw0rd-Value junk" run pgs sec status
+	[ "$status" -eq 2 ]
+	[[ $output != *Wr0ng-Passw0rd-Value* ]]
+}
+
+@test "cleanup, and then nothing anywhere holds a password: outputs, logs, state, catalog" {
+	run pgs sec cleanup --yes
+	keep cleanup
+	[ "$status" -eq 0 ]
+	psql_at tgt -c "SELECT * FROM pgsync.job; SELECT * FROM pgsync.job_runtime; SELECT * FROM pgsync.table_sync" >"$BATS_FILE_TMPDIR/out/catalog"
+	cp "$BATS_FILE_TMPDIR/sec.run.log" "$BATS_FILE_TMPDIR/out/"
+	[ -s "$BATS_FILE_TMPDIR/out/sec.run.log" ]
+	no_password_in "$BATS_FILE_TMPDIR/out" "$BATS_FILE_TMPDIR/sec.state" "$BATS_FILE_TMPDIR/tmp"
+	# The sweep itself can fail: the password is where it should be.
+	has_password "$BATS_FILE_TMPDIR/src.url"
+}
