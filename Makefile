@@ -63,13 +63,24 @@ check: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory bats
 
-check-versions: deps all
-	@PGSYNC_MAJORS="14 15 16 17 18" $(MAKE) --no-print-directory check
+# Every test on every supported major: clusters default to that major
+# (PGSYNC_PG_MAJOR for pg-cluster, PGSYNC_MAJOR for tests that pass --major).
+MAJORS ?= 14 15 16 17 18
+check-versions: deps
+	@scripts/install-deps --majors=$$(echo $(MAJORS) | tr ' ' ,)
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@status=0; for m in $(MAJORS); do \
+		echo "== PostgreSQL $$m"; \
+		PGSYNC_MAJOR=$$m PGSYNC_PG_MAJOR=$$m bats $(BATS_FLAGS) $(or $(TESTS),test/*.bats) || status=1; \
+	done; exit $$status
 
 sanitize: deps
 	@$(MAKE) --no-print-directory EXTRA_CFLAGS="$(SAN_FLAGS)" OPT="-O1 -g" all unit bats
 
+# libFuzzer targets in test/fuzz/, each for SECONDS (scripts/fuzz).
 fuzz: deps
+	@scripts/install-deps --fuzz
 	@scripts/fuzz $(or $(SECONDS),60)
 
 demo: deps
@@ -82,8 +93,10 @@ bench: deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 $(PROGS) bin/pgsync $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(PROGS) bin/pgsync scripts/archive-segment $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 doc/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/lib/pgsync
+	install -m 644 lib/pgsync/*.sh $(DESTDIR)$(PREFIX)/lib/pgsync/
 
 clean:
 	rm -rf build $(PROGS)

@@ -376,6 +376,50 @@ on_header(const struct sr_record *rec)
 				 lsn_format(rec->lsn, a), lsn_format(A.applied, b));
 }
 
+/*
+ * The target already holds everything below its applied position, so a
+ * snapshot taken at or below it is in there: replaying a whole archive (base
+ * snapshot plus segments) onto the target it built changes nothing.
+ */
+static bool open_next_input(void);
+
+static void
+skip_snapshot(lsn_t at)
+{
+	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+	const char *line;
+	size_t len;
+
+	log_info("%s:%llu: snapshot at %s is already applied (position %s): skipped",
+			 input_name(A.in), (unsigned long long) input_lineno(A.in),
+			 lsn_format(at, a), lsn_format(A.applied, b));
+	for (;;)
+	{
+		switch (input_next(A.in, &line, &len, -1))
+		{
+			case IN_LINE:
+				if (len >= 13 && memcmp(line, "SNAPSHOTDONE\t", 13) == 0)
+					return;
+				break;
+			case IN_EOF:
+				if (open_next_input())
+					break;
+				/* fall through */
+			case IN_TRUNCATED:
+				fail_in(false, EXIT_RUNTIME, "stream truncated at line %llu: the snapshot section has no SNAPSHOTDONE",
+						(unsigned long long) input_lineno(A.in) + 1);
+			case IN_AGAIN:
+				break;
+			case IN_TOOLONG:
+				fail_in(false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
+						(unsigned long long) input_lineno(A.in) + 1,
+						(unsigned long long) A.max_message_bytes);
+			case IN_ERROR:
+				fail_in(false, EXIT_RUNTIME, "cannot read the stream");
+		}
+	}
+}
+
 static void
 on_snapshot(const struct sr_record *rec)
 {
@@ -386,6 +430,11 @@ on_snapshot(const struct sr_record *rec)
 	int rc;
 
 	commit_batch();
+	if (A.applied != 0 && rec->lsn <= A.applied)
+	{
+		skip_snapshot(rec->lsn);
+		return;
+	}
 	heartbeat(true, false, "SNAPSHOTTING");
 	rc = snapload_section(A.in, rec->f, rec->nf, &so, &pos);
 	if (rc != EXIT_DONE)

@@ -98,6 +98,13 @@ applied_lsn() {
 	[ "$(psql -X -qAt -d "$url" -c "SELECT id, name, coalesce(bio, '<null>') FROM public.users ORDER BY id")" = "$(printf '1|Ada L.|<null>\n3|Grace|<null>\n4|\\N is not NULL|')" ]
 	[ "$(psql -X -qAt -d "$url" -c "SELECT state, rows_copied FROM pgsync.table_sync WHERE job = 'app_slot'")" = "done|2" ]
 	[ "$(psql -X -qAt -d "$url" -c "SELECT applied_lsn FROM pgsync.job WHERE job = 'app_slot'")" = "0/1A03000" ]
+	# Replaying the whole archive (snapshot included) onto it changes nothing.
+	local before
+	before=$(psql -X -qAt -d "$url" -c "SELECT xmin, * FROM public.users ORDER BY id")
+	run pg-apply -d "$url" <(cat "$PGSYNC_ROOT/formats/example-snapshot.pgcs" "$PGSYNC_ROOT/formats/example-basic.pgcs")
+	[ "$status" -eq 0 ]
+	[[ $output == *"snapshot at 0/1A00000 is already applied (position 0/1A03000): skipped"* ]]
+	[ "$(psql -X -qAt -d "$url" -c "SELECT xmin, * FROM public.users ORDER BY id")" = "$before" ]
 }
 
 @test "replaying an applied stream changes nothing and says so" {
