@@ -370,10 +370,13 @@ on_header(const struct sr_record *rec)
 	}
 	else
 		commit_batch();
+	/* A stream that starts past what the target holds cannot contain the
+	 * transactions in between (a slot recreated, or advanced by someone
+	 * else): applying it would silently leave a hole. */
 	if (rec->lsn > A.applied && A.applied != 0)
-		log_warn("%s:%llu: stream starts at %s, after the applied position %s: transactions in between are not in this stream",
-				 input_name(A.in), (unsigned long long) input_lineno(A.in),
-				 lsn_format(rec->lsn, a), lsn_format(A.applied, b));
+		fail_at(EXIT_CONTINUITY,
+				"stream starts at %s, after the applied position %s: the transactions in between are not in this stream, resync required",
+				lsn_format(rec->lsn, a), lsn_format(A.applied, b));
 }
 
 /*

@@ -339,7 +339,7 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	kb=$(tail -n 1 "$BATS_TEST_TMPDIR/rss")
 	echo "# pg-snapshot-dump peak RSS ${kb} kB for $(($(stat -c %s "$BATS_TEST_TMPDIR/big.pgcs") / 1048576)) MB" >&3
 	[ "$(stat -c %s "$BATS_TEST_TMPDIR/big.pgcs")" -gt $((35 * 1024 * 1024)) ]
-	[ "$kb" -lt 20000 ]
+	sanitized pg-snapshot-dump || [ "$kb" -lt 20000 ]
 }
 
 @test "a row larger than --frame-size fails naming the table and the limit, and that table is not reported done" {

@@ -56,3 +56,10 @@ wait_until() {
 		sleep 0.1
 	done
 }
+
+# sanitized PROGRAM: true when bin/PROGRAM was built with AddressSanitizer
+# (make sanitize). Its shadow memory inflates RSS, so memory bounds are only
+# asserted on normal builds; everything else is checked the same.
+sanitized() {
+	grep -q __asan_init "$PGSYNC_BIN/$1" 2>/dev/null
+}
