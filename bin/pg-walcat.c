@@ -367,8 +367,11 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 			return fail_retry(end, "cannot connect to the source", &err, code);
 		}
 		rc = walsrc_preflight(sql, w->o.slot, w->o.pubs, w->o.npubs, &slot, &err);
-		if (rc == EXIT_DONE || PQstatus(sql) == CONNECTION_OK)
+		if (rc == EXIT_DONE || !err.retryable)
 			break;
+		/* libpq may still call a connection the server closed "OK". */
+		PQfinish(w->sql);
+		w->sql = NULL;
 	}
 	if (rc != EXIT_DONE)
 	{

@@ -51,6 +51,22 @@ sqlstate_retryable(const char *s)
 		strcmp(s, "55006") == 0;			/* object_in_use: slot busy for a moment */
 }
 
+/*
+ * libpq's own messages for a connection the server dropped. They carry no
+ * SQLSTATE, and libpq does not always mark the connection bad right away
+ * (after an immediate shutdown it may still report CONNECTION_OK).
+ */
+static bool
+connection_lost(const char *msg)
+{
+	return strstr(msg, "server closed the connection") != NULL ||
+		strstr(msg, "could not send data to server") != NULL ||
+		strstr(msg, "could not receive data from server") != NULL ||
+		strstr(msg, "no connection to the server") != NULL ||
+		strstr(msg, "terminating connection") != NULL ||
+		strstr(msg, "connection to server was lost") != NULL;
+}
+
 void
 pgerr_set(struct pgerr *err, PGconn *conn, const PGresult *res)
 {
@@ -67,7 +83,21 @@ pgerr_set(struct pgerr *err, PGconn *conn, const PGresult *res)
 	if (err->msg[0] == '\0')
 		snprintf(err->msg, sizeof(err->msg), "unknown error");
 	err->retryable = sqlstate_retryable(err->sqlstate) ||
-		(conn != NULL && PQstatus(conn) == CONNECTION_BAD);
+		(conn != NULL && PQstatus(conn) == CONNECTION_BAD) ||
+		(err->sqlstate[0] == '\0' && connection_lost(err->msg));
+}
+
+/* Server notices go through our log, one line each, never raw to stderr. */
+static void
+notice_to_log(void *arg, const char *message)
+{
+	char line[1024];
+
+	one_line(line, sizeof(line), message);
+	if (strncmp(line, "WARNING", 7) == 0)
+		log_warn("server says: %s", line);
+	else
+		log_debug("server says: %s", line);
 }
 
 PGconn *
@@ -125,6 +155,7 @@ conn_open(const char *conninfo, bool replication, struct pgerr *err)
 		PQfinish(conn);
 		return NULL;
 	}
+	PQsetNoticeProcessor(conn, notice_to_log, NULL);
 	return conn;
 }
 

@@ -305,6 +305,37 @@ apply_sim() {
 	psql_at src -c "DROP TABLE rs"
 }
 
+@test "a crash restart of the source (immediate shutdown) while streaming: the stale normal connection is replaced and streaming resumes with no gap" {
+	new_slot crashrestart
+	psql_at src -c "CREATE TABLE rs2 (id int PRIMARY KEY)"
+	local out=$BATS_TEST_TMPDIR/out pid writer
+	bg pg-walcat -d "$src_URL" --slot crashrestart --publication pub --status-interval 200ms >"$out" 2>"$BATS_TEST_TMPDIR/err"
+	pid=$!
+	# One row per transaction, retried until the server takes it (a commit
+	# whose reply the restart cut off is retried harmlessly).
+	(
+		for i in $(seq 1 150); do
+			until psql -X -qAt -d "$src_URL" -c "INSERT INTO rs2 VALUES ($i) ON CONFLICT DO NOTHING" 2>/dev/null; do
+				sleep 0.05
+			done
+		done
+	) 3>&- &
+	writer=$!
+	echo "$writer" >>"$BATS_TEST_TMPDIR/bg.pids"
+	wait_until 20 grep -q "^INSERT.*rs2.50$" "$out"
+	cluster_restart src --mode immediate
+	wait "$writer"
+	wait_until 30 grep -q "^INSERT.*rs2.150$" "$out"
+	kill -TERM "$pid"
+	wait "$pid"
+	# It did lose the connection and start a new stream.
+	grep -q "reconnecting in" "$BATS_TEST_TMPDIR/err"
+	[ "$(grep -c "^PGCS" "$out")" -ge 2 ]
+	# What a reader applies is every row exactly once, in order.
+	[ "$(apply_sim "$out" | tr "\n" " ")" = "$(seq 1 150 | tr "\n" " ")" ]
+	psql_at src -c "DROP TABLE rs2"
+}
+
 @test "--no-loop exits 1 when the connection is lost instead of reconnecting" {
 	new_slot noloop
 	local pid rc=0
