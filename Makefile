@@ -55,7 +55,7 @@ unit: $(UNIT_BIN)
 	@test/run-unit $(UNIT_BIN)
 
 bats: all
-	@bats $(BATS_FLAGS) $(or $(TESTS),test/*.bats)
+	@test/run-bats $(BATS_FLAGS) $(or $(TESTS),test/*.bats)
 
 # Everything: unit tests, then the end-to-end suite against real servers.
 check: deps
