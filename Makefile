@@ -88,6 +88,7 @@ demo: deps
 	@scripts/demo
 
 bench: deps
+	@scripts/install-deps --bench
 	@$(MAKE) --no-print-directory all
 	@scripts/bench $(if $(QUICK),--quick)
 

@@ -1,0 +1,484 @@
+# shellcheck shell=bash disable=SC2154 # sizes and options come from scripts/bench
+# bench-scenarios.sh - the scenarios of scripts/bench and how each contender
+# runs in them. Sourced by scripts/bench after bench-lib.sh. Every contender
+# of a scenario gets the same cluster pair, data, settings and warm-up; a
+# contender that fails is recorded as failed, never left out.
+
+# --- snapshot: the initial copy ---------------------------------------------------
+
+# pg_dump section FROM into TO (a database on the target).
+section() {
+	local from=$1 to=$2 sec=$3
+	shift 3
+	pg_dump -d "$from" --section="$sec" "$@" | psql -X -q -v ON_ERROR_STOP=1 -d "$to" >/dev/null
+}
+
+# total_rows URL SCHEMA_LIKE: exact row count over all those tables, one query.
+total_rows() {
+	q "$1" "SELECT coalesce(sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I',
+		schemaname, tablename), false, true, '')))[1]::text::bigint), 0) FROM pg_tables WHERE schemaname LIKE '$2'"
+}
+
+# pgsync: slot with exported snapshot (held by pg-slot through a FIFO while
+# it is needed), schema without indexes, the data, then indexes.
+snap_pgsync() {
+	local s=$1 t=$2 pub=$3 hold=$RUN_DIR/hold holder holdfd slot lsn snap deadline rc=0
+	mkfifo "$hold"
+	local t0
+	t0=$(bench_now)
+	rss_run pg-slot pg-slot create -d "$s" --slot bench_snap --export-snapshot -q \
+		<"$hold" >"$RUN_DIR/slot.out" 2>>"$RUN_DIR/stderr" &
+	holder=$!
+	exec {holdfd}>"$hold"
+	deadline=$((SECONDS + 60))
+	until [[ -s $RUN_DIR/slot.out ]]; do
+		if ! kill -0 "$holder" 2>/dev/null || ((SECONDS > deadline)); then
+			exec {holdfd}>&-
+			wait "$holder" || true
+			return 1
+		fi
+		sleep 0.02
+	done
+	IFS=$'\t' read -r slot lsn snap <"$RUN_DIR/slot.out"
+	section "$s" "$t" pre-data --snapshot="$snap" 2>>"$RUN_DIR/stderr" || rc=1
+	if ((rc == 0)); then
+		rss_run pg-snapshot-dump timeout -k 10 "$timeout_s" pg-snapshot-dump -d "$s" --snapshot "$snap" \
+			--position "$lsn" --slot "$slot" --publication "$pub" --jobs "$jobs" -q 2>>"$RUN_DIR/stderr" |
+			rss_run pg-apply timeout -k 10 "$timeout_s" pg-apply -d "$t" --jobs "$jobs" --log-level warning \
+				2>>"$RUN_DIR/stderr" || rc=1
+	fi
+	((rc == 0)) && { section "$s" "$t" post-data --snapshot="$snap" 2>>"$RUN_DIR/stderr" || rc=1; }
+	exec {holdfd}>&-
+	wait "$holder" || rc=1
+	WALL=$(bench_elapsed "$t0")
+	q "$s" "SELECT pg_drop_replication_slot('bench_snap')" >/dev/null 2>&1 || true
+	return $rc
+}
+
+# The orchestrator's own command: slot, schema, copy, indexes, job row.
+# Its GNU time figure is the largest of its processes (pg-snapshot-dump or
+# pg-apply, usually). The job and slot are cleaned up afterwards, untimed.
+snap_bootstrap() {
+	local s=$1 t=$2 pub=$3 like=$4 conf=$RUN_DIR/pgsync.conf t0 rc=0 tables
+	tables=$(q "$s" "SELECT string_agg(format('%s.%s', schemaname, tablename), ',' ORDER BY 1)
+		FROM pg_tables WHERE schemaname LIKE '$like'")
+	printf '%s\n' "job.name = bench" "job.state_dir = $RUN_DIR/state" "source.slot = bench_boot" \
+		"source.publication = $pub" "replication.tables = $tables" \
+		"resources.max_parallel_copies = $jobs" >"$conf"
+	t0=$(bench_now)
+	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
+		pgsync -c "$conf" --log warn bootstrap >>"$RUN_DIR/stderr" 2>&1 || rc=1
+	WALL=$(bench_elapsed "$t0")
+	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t pgsync -c "$conf" --log error cleanup --yes \
+		>/dev/null 2>&1 || true
+	q "$s" "SELECT pg_drop_replication_slot('bench_boot') FROM pg_replication_slots
+		WHERE slot_name = 'bench_boot'" >/dev/null 2>&1 || true
+	return $rc
+}
+
+# A subscription's initial sync, until every table is ready ('r').
+snap_builtin() {
+	local s=$1 t=$2 pub=$3 n t0 rc=0
+	n=$(q "$s" "SELECT count(*) FROM pg_publication_tables WHERE pubname = '$pub'")
+	t0=$(bench_now)
+	section "$s" "$t" pre-data 2>>"$RUN_DIR/stderr" || return 1
+	q "$t" "CREATE SUBSCRIPTION bench_sub CONNECTION '$s' PUBLICATION $pub" 2>>"$RUN_DIR/stderr" || return 1
+	wait_sql "$t" "(SELECT count(*) FILTER (WHERE srsubstate = 'r') = $n AND count(*) = $n FROM pg_subscription_rel)" \
+		"$timeout_s" || rc=1
+	((rc == 0)) && { section "$s" "$t" post-data 2>>"$RUN_DIR/stderr" || rc=1; }
+	WALL=$(bench_elapsed "$t0")
+	q "$t" "DROP SUBSCRIPTION bench_sub" >/dev/null 2>>"$RUN_DIR/stderr" || rc=1
+	((rc == 0)) || echo "bench: error: initial sync not done within ${timeout_s}s" >>"$RUN_DIR/stderr"
+	return $rc
+}
+
+# psql COPY TO STDOUT | psql COPY FROM STDIN, one table after another.
+snap_pipe() {
+	local s=$1 t=$2 like=$3 t0 tab
+	t0=$(bench_now)
+	section "$s" "$t" pre-data 2>>"$RUN_DIR/stderr" || return 1
+	while read -r tab; do
+		timeout -k 10 "$timeout_s" psql -X -q -v ON_ERROR_STOP=1 -d "$s" -c "COPY $tab TO STDOUT" 2>>"$RUN_DIR/stderr" |
+			timeout -k 10 "$timeout_s" psql -X -q -v ON_ERROR_STOP=1 -d "$t" -c "COPY $tab FROM STDIN" \
+				2>>"$RUN_DIR/stderr" || return 1
+	done < <(q "$s" "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname LIKE '$like' ORDER BY 1")
+	section "$s" "$t" post-data 2>>"$RUN_DIR/stderr" || return 1
+	WALL=$(bench_elapsed "$t0")
+}
+
+# pgcopydb clone does the schema itself (and a VACUUM ANALYZE of each table).
+snap_pgcopydb() {
+	local s=$1 t=$2 t0 rc=0
+	t0=$(bench_now)
+	rss_run pgcopydb timeout -k 10 "$timeout_s" pgcopydb clone --source "$s" --target "$t" --dir "$RUN_DIR/pgcopydb" \
+		--table-jobs "$jobs" --index-jobs "$jobs" >"$RUN_DIR/pgcopydb.log" 2>&1 || rc=1
+	WALL=$(bench_elapsed "$t0")
+	((rc == 0)) || grep -E 'ERROR|FATAL' "$RUN_DIR/pgcopydb.log" | tail -n 1 >>"$RUN_DIR/stderr"
+	return $rc
+}
+
+# snapshot_contenders SCENARIO SOURCE_DB PUB SCHEMA_LIKE EXPECTED_ROWS
+snapshot_contenders() {
+	local name=$1 s=$2 pub=$3 like=$4 expect=$5 c t got status note dur
+	for c in pgsync pgsync-bootstrap builtin copy-pipe pgcopydb; do
+		new_run "$name-$c"
+		WALL=""
+		if [[ $c == pgcopydb ]] && ! command -v pgcopydb >/dev/null; then
+			record "$name" "$c" skipped "" "$expect" "" "pgcopydb not installed (scripts/install-deps --bench)"
+			continue
+		fi
+		q "$TGT" "DROP DATABASE IF EXISTS bench_copy WITH (FORCE)"
+		q "$TGT" "CREATE DATABASE bench_copy"
+		t=$(db_url "$TGT" bench_copy)
+		bench_warm
+		status=ok note=""
+		case $c in
+		pgsync) snap_pgsync "$s" "$t" "$pub" || status=failed
+			dur="loader sessions synchronous_commit=off, then a synchronous commit of the position" ;;
+		pgsync-bootstrap) snap_bootstrap "$s" "$t" "$pub" "$like" || status=failed
+			dur="as pgsync: pgsync bootstrap runs the same programs" ;;
+		builtin) snap_builtin "$s" "$t" "$pub" || status=failed
+			dur="subscription default synchronous_commit=off; max_sync_workers_per_subscription=$(q "$TGT" "SHOW max_sync_workers_per_subscription")" ;;
+		copy-pipe) snap_pipe "$s" "$t" "$like" || status=failed
+			dur="synchronous_commit=on, one transaction per table" ;;
+		pgcopydb) snap_pgcopydb "$s" "$t" || status=failed
+			dur="synchronous_commit=on (server setting)" ;;
+		esac
+		if [[ $status == ok ]]; then
+			got=$(total_rows "$t" "$like")
+			[[ $got == "$expect" ]] || { status=failed note="copied $got rows, expected $expect"; }
+		else
+			note=$(run_reason)
+			note=${note:-exit status non-zero}
+		fi
+		record "$name" "$c" "$status" "$WALL" "$expect" "$dur" "$note"
+		q "$TGT" "DROP DATABASE IF EXISTS bench_copy WITH (FORCE)"
+	done
+}
+
+run_snapshot_pgbench() {
+	local s expect=$((scale * 100011))
+	scenario snapshot-pgbench "initial copy of pgbench scale $scale ($expect rows, 4 tables)" rows \
+		"$(jq -nc --argjson scale "$scale" --argjson jobs "$jobs" '{scale: $scale, jobs: $jobs}')"
+	bench_pair snapshot-pgbench
+	q "$SRC" "CREATE DATABASE bench"
+	s=$(db_url "$SRC" bench)
+	pgbench -i -q -s "$scale" -d "$s" >/dev/null 2>&1 || bench_die "pgbench -i failed"
+	# pgsync bootstrap refuses a published table without a key (updates and
+	# deletes on it would fail on the source); pgbench_history is empty here.
+	q "$s" "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
+	q "$s" "CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+	q "$s" "VACUUM ANALYZE"
+	snapshot_contenders snapshot-pgbench "$s" bench_pub public "$expect"
+	bench_pair_destroy
+}
+
+run_snapshot_tenants() {
+	local s expect=$((tenants * 5 * tenant_rows))
+	scenario snapshot-tenants "initial copy of $tenants schemas x 5 tables x $tenant_rows rows ($expect rows)" rows \
+		"$(jq -nc --argjson t "$tenants" --argjson r "$tenant_rows" --argjson jobs "$jobs" \
+			'{tenants: $t, tables_per_tenant: 5, rows_per_table: $r, jobs: $jobs}')"
+	bench_pair snapshot-tenants
+	q "$SRC" "CREATE DATABASE bench"
+	s=$(db_url "$SRC" bench)
+	psql_script "$s" <<SQL
+DO \$\$
+BEGIN
+  FOR s IN 1..$tenants LOOP
+    EXECUTE format('CREATE SCHEMA tenant%s', s);
+    FOR t IN 1..5 LOOP
+      EXECUTE format('CREATE TABLE tenant%s.t%s (id bigint PRIMARY KEY, account int NOT NULL,
+                      name text, amount numeric(12,2), created timestamptz)', s, t);
+      EXECUTE format('INSERT INTO tenant%s.t%s SELECT g, g %% 97, %L || g, g * 1.25,
+                      timestamptz %L + g * interval ''1 minute'' FROM generate_series(1, $tenant_rows) g',
+                     s, t, 'customer ', '2024-01-01 00:00+00');
+    END LOOP;
+  END LOOP;
+END \$\$;
+VACUUM ANALYZE;
+SQL
+	q "$s" "SELECT format('CREATE PUBLICATION bench_pub FOR TABLE %s', string_agg(format('%I.%I', schemaname, tablename), ', '))
+		FROM pg_tables WHERE schemaname LIKE 'tenant%'" | psql_script "$s"
+	snapshot_contenders snapshot-tenants "$s" bench_pub 'tenant%' "$expect"
+	bench_pair_destroy
+}
+
+# --- WAL: catch-up, large transactions --------------------------------------------
+
+# pg-walcat-only is not an alternative but half of pgsync: the change
+# stream written to a file, to tell decoding and encoding from applying.
+WAL_CONTENDERS=(pgsync builtin builtin-async pg-walcat-only pg_recvlogical)
+
+wal_durability() {
+	case $1 in
+	pgsync) echo "synchronous_commit=on (pg-apply), batched commits" ;;
+	builtin) echo "subscription synchronous_commit=on" ;;
+	builtin-async) echo "subscription synchronous_commit=off (its default)" ;;
+	pg-walcat-only) echo "no apply: the change stream to a file (not fsync'd)" ;;
+	pg_recvlogical) echo "decoding only (pgoutput options as pg-walcat's): to a file, fsync every 10 s and at exit" ;;
+	esac
+}
+
+# The marker: one row committed after the workload; a contender has applied
+# everything once it is on the target.
+marker_ddl="CREATE TABLE bench_marker (id int PRIMARY KEY)"
+
+setup_pgbench() {
+	pgbench -i -q -s "$wal_scale" -d "$1" >/dev/null 2>&1 && q "$1" "$marker_ddl"
+}
+verify_pgbench="SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ':' || (SELECT sum(bbalance) FROM pgbench_branches)
+	|| ':' || (SELECT count(*) FROM pgbench_history) || ':' || (SELECT count(*) FROM bench_marker)"
+pub_pgbench="pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, bench_marker"
+
+# wal_prepare SOURCE_DB PUBLICATION_TABLES SETUP_FN: the publication, and per
+# contender a target database with the same starting data, a slot made now
+# (before the workload) and, for the subscriptions, a disabled subscription.
+wal_prepare() {
+	local s=$1 tables=$2 setup=$3 c id t sc
+	q "$s" "CREATE PUBLICATION bench_pub FOR TABLE $tables"
+	for c in "${WAL_CONTENDERS[@]}"; do
+		id=${c//-/_}
+		q "$TGT" "CREATE DATABASE c_$id"
+		t=$(db_url "$TGT" "c_$id")
+		[[ $c == pg_recvlogical || $c == pg-walcat-only ]] || "$setup" "$t" || bench_die "cannot set up the target database for $c"
+		case $c in
+		pgsync | pg-walcat-only) pg-slot create -d "$s" --slot "s_$id" -q >/dev/null ;;
+		*) q "$s" "SELECT pg_create_logical_replication_slot('s_$id', 'pgoutput')" >/dev/null ;;
+		esac
+		case $c in builtin) sc=on ;; builtin-async) sc=off ;; *) continue ;; esac
+		q "$t" "CREATE SUBSCRIPTION s_$id CONNECTION '$s' PUBLICATION bench_pub WITH (create_slot = false,
+			slot_name = 's_$id', enabled = false, copy_data = false, synchronous_commit = '$sc')"
+	done
+}
+
+# wal_contenders SCENARIO SOURCE_DB ROWS VERIFY_SQL: the workload is in the
+# slots; each contender in turn applies (or decodes) all of it.
+wal_contenders() {
+	local name=$1 s=$2 rows=$3 verify=$4 end c id t t0 status note want got recv_opts
+	# The floor decodes the way pg-walcat asks the server to: protocol 2 with
+	# large transactions streamed while in progress from PostgreSQL 14 on.
+	if (($(q "$s" "SHOW server_version_num") >= 140000)); then
+		recv_opts=(-o proto_version=2 -o streaming=on -o messages=true)
+	else
+		recv_opts=(-o proto_version=1)
+	fi
+	q "$s" "INSERT INTO bench_marker VALUES (1)"
+	end=$(q "$s" "SELECT pg_current_wal_lsn()")
+	want=$(q "$s" "$verify")
+	for c in "${WAL_CONTENDERS[@]}"; do
+		id=${c//-/_}
+		t=$(db_url "$TGT" "c_$id")
+		new_run "$name-$c"
+		bench_warm
+		status=ok note=""
+		t0=$(bench_now)
+		case $c in
+		pgsync)
+			rss_run pg-walcat timeout -k 10 "$timeout_s" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
+				--endpos "$end" --log warn 2>>"$RUN_DIR/stderr" |
+				rss_run pg-apply timeout -k 10 "$timeout_s" pg-apply -d "$t" --log-level warning \
+					2>>"$RUN_DIR/stderr" || status=failed
+			;;
+		builtin | builtin-async)
+			q "$t" "ALTER SUBSCRIPTION s_$id ENABLE"
+			wait_sql "$t" "EXISTS (SELECT 1 FROM bench_marker WHERE id = 1)" "$timeout_s" || {
+				status=failed
+				echo "bench: error: the subscription did not apply the marker within ${timeout_s}s" >>"$RUN_DIR/stderr"
+			}
+			;;
+		pg-walcat-only)
+			rss_run pg-walcat timeout -k 10 "$timeout_s" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
+				--endpos "$end" --log warn >"$RUN_DIR/decoded.bin" 2>>"$RUN_DIR/stderr" || status=failed
+			;;
+		pg_recvlogical)
+			rss_run pg_recvlogical timeout -k 10 "$timeout_s" pg_recvlogical -d "$s" --slot "s_$id" --start \
+				-f "$RUN_DIR/decoded.bin" "${recv_opts[@]}" -o publication_names=bench_pub \
+				--endpos "$end" --no-loop 2>>"$RUN_DIR/stderr" || status=failed
+			;;
+		esac
+		WALL=$(bench_elapsed "$t0")
+		case $c in builtin | builtin-async) q "$t" "ALTER SUBSCRIPTION s_$id DISABLE" ;; esac
+		if [[ $status != ok ]]; then
+			note=$(run_reason)
+			note=${note:-exit status non-zero}
+		elif [[ $c == pg_recvlogical || $c == pg-walcat-only ]]; then
+			got=$(stat -c %s "$RUN_DIR/decoded.bin" 2>/dev/null || echo 0)
+			if [[ $c == pg_recvlogical ]]; then note="$got bytes of pgoutput"
+			else
+				note="$got bytes of change stream"
+				# the marker's transaction is the last one in the stream
+				grep -q $'^INSERT\tpublic\tbench_marker\t1$' "$RUN_DIR/decoded.bin" || got=0
+			fi
+			((got > 0)) || { status=failed note="nothing decoded, or the marker missing"; }
+			rm -f "$RUN_DIR/decoded.bin"
+		else
+			got=$(q "$t" "$verify")
+			[[ $got == "$want" ]] || { status=failed note="target differs from the source after apply"; }
+		fi
+		record "$name" "$c" "$status" "$WALL" "$rows" "$(wal_durability "$c")" "$note"
+	done
+}
+
+run_catchup() {
+	local s per=$(((transactions + 3) / 4)) n
+	n=$((per * 4))
+	scenario catchup "catch-up of a $n-transaction pgbench backlog (scale $wal_scale)" "row changes" \
+		"$(jq -nc --argjson n "$n" --argjson scale "$wal_scale" '{transactions: $n, clients: 4, scale: $scale}')"
+	bench_pair catchup
+	q "$SRC" "CREATE DATABASE bench"
+	s=$(db_url "$SRC" bench)
+	setup_pgbench "$s" || bench_die "pgbench -i failed"
+	wal_prepare "$s" "$pub_pgbench" setup_pgbench
+	bench_log "catchup: building the backlog ($n transactions)"
+	pgbench -n -c 4 -j 2 -t "$per" -d "$s" >"$BENCH_BASE/catchup-pgbench.out" 2>&1 || bench_die "pgbench failed"
+	# tpcb-like: three updates and one insert per transaction
+	wal_contenders catchup "$s" $((n * 4)) "$verify_pgbench"
+	bench_pair_destroy
+}
+
+setup_big() {
+	q "$1" "CREATE TABLE big (id bigint PRIMARY KEY, k int NOT NULL, v text)" && q "$1" "$marker_ddl"
+}
+
+run_bigtx() {
+	local s
+	scenario bigtx-insert "one transaction inserting $bigtx_rows rows" rows \
+		"$(jq -nc --argjson n "$bigtx_rows" '{rows: $n}')"
+	bench_pair bigtx-insert
+	q "$SRC" "CREATE DATABASE bench"
+	s=$(db_url "$SRC" bench)
+	setup_big "$s"
+	wal_prepare "$s" "big, bench_marker" setup_big
+	q "$s" "INSERT INTO big SELECT g, g % 1000, md5(g::text) FROM generate_series(1, $bigtx_rows) g"
+	wal_contenders bigtx-insert "$s" "$bigtx_rows" \
+		"SELECT count(*) || ':' || sum(k) || ':' || (SELECT count(*) FROM bench_marker) FROM big"
+	bench_pair_destroy
+}
+
+# 20,000 bytes per row, stored out of line and uncompressed: a real TOAST value.
+setup_toast() {
+	psql_script "$1" <<SQL
+CREATE TABLE doc (id int PRIMARY KEY, n int NOT NULL, body text);
+ALTER TABLE doc ALTER COLUMN body SET STORAGE EXTERNAL;
+INSERT INTO doc SELECT g, 0, repeat(md5(g::text), 625) FROM generate_series(1, $toast_rows) g;
+$marker_ddl;
+SQL
+}
+
+run_toast() {
+	local s rounds=$(((toast_updates + toast_rows - 1) / toast_rows)) i n
+	n=$((rounds * toast_rows))
+	scenario toast-update "$n updates of rows with an unchanged 20 kB TOASTed column ($toast_rows rows, $rounds transactions)" \
+		"row changes" "$(jq -nc --argjson r "$toast_rows" --argjson n "$n" '{rows: $r, updates: $n, value_bytes: 20000}')"
+	bench_pair toast-update
+	q "$SRC" "CREATE DATABASE bench"
+	s=$(db_url "$SRC" bench)
+	setup_toast "$s"
+	wal_prepare "$s" "doc, bench_marker" setup_toast
+	for ((i = 0; i < rounds; i++)); do echo "UPDATE doc SET n = n + 1;"; done | psql_script "$s"
+	wal_contenders toast-update "$s" "$n" \
+		"SELECT sum(n) || ':' || sum(length(body)) || ':' || (SELECT count(*) FROM bench_marker) FROM doc"
+	bench_pair_destroy
+}
+
+# --- steady state: lag under a fixed rate ------------------------------------------
+
+# The child of a process we started (GNU time's command).
+child_of() { awk '{ print $1 }' "/proc/$1/task/$1/children" 2>/dev/null; }
+
+# stop_pid PID: SIGTERM, then wait up to 10 s; SIGKILL after that.
+stop_pid() {
+	local pid=$1 i
+	[[ -n $pid ]] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+run_steady() {
+	local c id s t t0 status note want got query apply_t walcat_t sampler lag tps drain sc extra i
+	scenario steady "pgbench at $rate tps for ${seconds}s with the consumer running (scale $wal_scale)" \
+		"row changes" "$(jq -nc --argjson r "$rate" --argjson d "$seconds" --argjson scale "$wal_scale" \
+			'{rate_tps: $r, seconds: $d, clients: 4, scale: $scale, sample_interval_ms: 100}')"
+	bench_pair steady
+	for c in pgsync builtin builtin-async; do
+		id=${c//-/_}
+		new_run "steady-$c"
+		# Each contender gets its own freshly initialised source and target
+		# databases: the same starting data, no backlog.
+		q "$SRC" "CREATE DATABASE s_$id"
+		q "$TGT" "CREATE DATABASE c_$id"
+		s=$(db_url "$SRC" "s_$id")
+		t=$(db_url "$TGT" "c_$id")
+		{ setup_pgbench "$s" && setup_pgbench "$t"; } || bench_die "pgbench -i failed"
+		q "$s" "CREATE PUBLICATION bench_pub FOR TABLE $pub_pgbench"
+		status=ok note="" apply_t="" walcat_t="" lag='{"samples": 0}' tps=null drain=null
+		bench_warm
+		case $c in
+		pgsync)
+			pg-slot create -d "$s" --slot "s_$id" -q >/dev/null
+			mkfifo "$RUN_DIR/pipe"
+			/usr/bin/time -f %M -o "$RUN_DIR/rss.pg-apply" pg-apply -d "$t" --checkpoint "$RUN_DIR/applied.lsn" \
+				--log-level warning <"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
+			apply_t=$!
+			/usr/bin/time -f %M -o "$RUN_DIR/rss.pg-walcat" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
+				--ack-file "$RUN_DIR/applied.lsn" --log warn >"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
+			walcat_t=$!
+			query="SELECT applied_lsn FROM pgsync.job WHERE job = 's_$id'"
+			;;
+		*)
+			[[ $c == builtin ]] && sc=on || sc=off
+			q "$t" "CREATE SUBSCRIPTION s_$id CONNECTION '$s' PUBLICATION bench_pub
+				WITH (copy_data = false, synchronous_commit = '$sc')"
+			query="SELECT remote_lsn FROM pg_replication_origin_status
+				WHERE external_id = (SELECT 'pg_' || oid FROM pg_subscription WHERE subname = 's_$id')"
+			;;
+		esac
+		q "$s" "INSERT INTO bench_marker VALUES (1)"
+		if ! wait_sql "$t" "EXISTS (SELECT 1 FROM bench_marker WHERE id = 1)" 60; then
+			status=failed note="the consumer did not start applying within 60s"
+		else
+			# shellcheck disable=SC2153 # set by scripts/bench
+			"$SAMPLER" "$s" "$t" "$query" 100 "$RUN_DIR/lag.txt" >"$RUN_DIR/sampler.out" 2>>"$RUN_DIR/stderr" &
+			sampler=$!
+			pgbench -n -R "$rate" -T "$seconds" -c 4 -j 2 -d "$s" >"$RUN_DIR/pgbench.out" 2>&1 ||
+				{ status=failed note="pgbench failed"; }
+			# Lag is sampled while the load runs, not while it drains.
+			stop_pid "$sampler"
+			wait "$sampler" 2>/dev/null || true
+			lag=$(lag_stats "$RUN_DIR/lag.txt")
+			tps=$(sed -n -E 's/^tps = ([0-9.]+) .*/\1/p' "$RUN_DIR/pgbench.out" | head -n 1)
+			tps=${tps:-null}
+			# How long the consumer still needs once the load stops.
+			t0=$(bench_now)
+			q "$s" "INSERT INTO bench_marker VALUES (2)"
+			if wait_sql "$t" "EXISTS (SELECT 1 FROM bench_marker WHERE id = 2)" "$timeout_s"; then
+				drain=$(bench_elapsed "$t0")
+			else
+				status=failed note="not caught up ${timeout_s}s after the load stopped"
+			fi
+		fi
+		if [[ $c == pgsync ]]; then
+			stop_pid "$(child_of "$walcat_t")"
+			wait "$walcat_t" || { status=failed; note=${note:-"pg-walcat: $(run_reason)"}; }
+			# pg-apply ends at the end of its input.
+			for ((i = 0; i < 100; i++)); do kill -0 "$apply_t" 2>/dev/null || break; sleep 0.1; done
+			stop_pid "$(child_of "$apply_t")"
+			wait "$apply_t" || { status=failed; note=${note:-"pg-apply: $(run_reason)"}; }
+		else
+			q "$t" "DROP SUBSCRIPTION s_$id" >/dev/null
+		fi
+		if [[ $status == ok ]]; then
+			want=$(q "$s" "$verify_pgbench")
+			got=$(q "$t" "$verify_pgbench")
+			[[ $got == "$want" ]] || { status=failed note="target differs from the source"; }
+		fi
+		extra=$(jq -nc --argjson lag "$lag" --argjson tps "$tps" --argjson drain "$drain" \
+			'{lag: $lag, achieved_tps: $tps, drain_s: $drain}')
+		record steady "$c" "$status" "" "" "$(wal_durability "$c")" "$note" "$extra"
+	done
+	bench_pair_destroy
+}
