@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
+#include "cli.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -63,25 +64,7 @@ struct opts {
 	uint64_t wait_ms;
 };
 
-static void
-usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-usage_error(const char *fmt, ...)
-{
-	if (fmt)
-	{
-		char msg[512];
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		log_error("%s", msg);
-	}
-	fputs(synopsis, stderr);
-	exit(EXIT_USAGE);
-}
+#define usage_error(...) cli_usage_error(synopsis, __VA_ARGS__)
 
 static void
 parse_args(int argc, char **argv, struct opts *o)

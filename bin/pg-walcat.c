@@ -6,6 +6,7 @@
  */
 #include "common.h"
 #include "conn.h"
+#include "cli.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -101,25 +102,7 @@ struct ending {
 	uint64_t streamed_ms;		/* how long it streamed */
 };
 
-static void
-usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-usage_error(const char *fmt, ...)
-{
-	if (fmt)
-	{
-		char msg[512];
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		log_error("%s", msg);
-	}
-	fputs(synopsis, stderr);
-	exit(EXIT_USAGE);
-}
+#define usage_error(...) cli_usage_error(synopsis, __VA_ARGS__)
 
 static void
 split_publications(struct opts *o)
