@@ -25,6 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How often an idle stream looks for a newly acknowledged position. */
+#define ACK_CHECK_MS 1000
+
 static const char synopsis[] =
 	"usage: pg-walcat -d SOURCE --slot NAME --publication NAME[,NAME...] [--start LSN]\n"
 	"                 [--endpos LSN|now] [--ack-file FILE] [--status-interval DURATION]\n"
@@ -92,6 +95,7 @@ struct walcat {
 	char sysid[24];
 	PGconn *sql;				/* normal connection: checks, heartbeats */
 	lsn_t acked;				/* last position the ack file gave */
+	lsn_t acked_sent;			/* ... and the last one told to the server */
 	bool streamed;				/* a session reached START_REPLICATION */
 };
 
@@ -268,7 +272,11 @@ send_status(struct walcat *w, PGconn *repl, bool reply, struct ending *end)
 	int rc = read_ack(w);
 
 	if (rc != EXIT_DONE)
+	{
+		end->code = rc;
+		end->retry = false;
 		return rc;
+	}
 	if (!repl_send_status(repl, ws_written(w->ws), w->acked, w->acked, reply, &err))
 	{
 		log_warn("cannot send status update: %s", err.msg);
@@ -276,6 +284,7 @@ send_status(struct walcat *w, PGconn *repl, bool reply, struct ending *end)
 		end->code = EXIT_RUNTIME;
 		return EXIT_RUNTIME;
 	}
+	w->acked_sent = w->acked;
 	if (log_enabled(LOG_DEBUG))
 	{
 		char a[LSN_BUFSZ], b[LSN_BUFSZ];
@@ -489,6 +498,7 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 	struct ending end = {EXIT_DONE, false, 0};
 	uint64_t t0 = now_ms(), now = t0, last_data = t0;
 	uint64_t next_status = t0 + w->o.status_ms, next_heartbeat = 0, next_probe = 0;
+	uint64_t next_ack_check = t0 + ACK_CHECK_MS;
 	bool heartbeats = server_version >= 140000 && w->o.heartbeat_ms > 0;
 	enum ws_status st = WS_OK;
 	bool drained = false;
@@ -559,6 +569,8 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 				break;
 			if (w->o.endpos != LSN_INVALID && timeout > 300)
 				timeout = 300;
+			if (w->o.ack_file && timeout > ACK_CHECK_MS)
+				timeout = ACK_CHECK_MS;
 			if (heartbeats && timeout > (int64_t) (last_data + w->o.heartbeat_ms - now))
 				timeout = (int64_t) (last_data + w->o.heartbeat_ms - now);
 			if (timeout < 0)
@@ -581,6 +593,16 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 		{
 			next_status = now + w->o.status_ms;
 			if (send_status(w, repl, false, &end) != EXIT_DONE)
+				break;
+		}
+		else if (w->o.ack_file && now >= next_ack_check)
+		{
+			/* Pass a newly acknowledged position on within a second, so the
+			 * slot releases WAL promptly rather than at the next interval. */
+			next_ack_check = now + ACK_CHECK_MS;
+			if ((end.code = read_ack(w)) != EXIT_DONE)
+				break;
+			if (w->acked > w->acked_sent && send_status(w, repl, false, &end) != EXIT_DONE)
 				break;
 		}
 	}
