@@ -122,18 +122,11 @@ parse_args(int argc, char **argv, struct opts *o)
 				log_set_level(level);
 				break;
 			case 'h':
-				fputs(synopsis, stdout);
-				fputs(options_help, stdout);
-				exit(EXIT_DONE);
+				cli_help(synopsis, options_help);
 			case 'V':
-				printf("pg-slot (pgsync) %s\n", PGSYNC_VERSION);
-				exit(EXIT_DONE);
-			case ':':
-				usage_error("option %s needs a value", argv[optind - 1]);
+				cli_version("pg-slot");
 			default:
-				if (optopt)
-					usage_error("unknown option -%c", optopt);
-				usage_error("unknown option %s", argv[optind - 1]);
+				cli_bad_option(synopsis, c, argv);
 		}
 	}
 	if (optind >= argc)

@@ -199,18 +199,11 @@ parse_args(int argc, char **argv, struct opts *o)
 				break;
 			case OPT_JSON: log_set_json(true); break;
 			case 'h':
-				fputs(synopsis, stdout);
-				fputs(options_help, stdout);
-				exit(EXIT_DONE);
+				cli_help(synopsis, options_help);
 			case 'V':
-				printf("pg-walcat (pgsync) %s\n", PGSYNC_VERSION);
-				exit(EXIT_DONE);
-			case ':':
-				usage_error("option %s needs a value", argv[optind - 1]);
+				cli_version("pg-walcat");
 			default:
-				if (optopt)
-					usage_error("unknown option -%c", optopt);
-				usage_error("unknown option %s", argv[optind - 1]);
+				cli_bad_option(synopsis, c, argv);
 		}
 	}
 	if (optind < argc)

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <getopt.h>
 #include <stdlib.h>
 
 void
@@ -21,4 +22,29 @@ cli_usage_error(const char *synopsis, const char *fmt, ...)
 	}
 	fputs(synopsis, stderr);
 	exit(EXIT_USAGE);
+}
+
+void
+cli_help(const char *synopsis, const char *options)
+{
+	fputs(synopsis, stdout);
+	fputs(options, stdout);
+	exit(EXIT_DONE);
+}
+
+void
+cli_version(const char *prog)
+{
+	printf("%s (pgsync) %s\n", prog, PGSYNC_VERSION);
+	exit(EXIT_DONE);
+}
+
+void
+cli_bad_option(const char *synopsis, int c, char **argv)
+{
+	if (c == ':')
+		cli_usage_error(synopsis, "option %s needs a value", argv[optind - 1]);
+	if (optopt)
+		cli_usage_error(synopsis, "unknown option -%c", optopt);
+	cli_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
 }
