@@ -37,7 +37,8 @@ static const char usage_text[] =
 	"usage: pg-apply [-d CONNINFO] [--job NAME] [--checkpoint FILE] [-j N]\n"
 	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
 	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
-	"                [--copy-threshold ROWS] [--log-level LEVEL] [--json] [FILE...]\n";
+	"                [--copy-threshold ROWS] [--no-merge-updates] [--log-level LEVEL]\n"
+	"                [--json] [FILE...]\n";
 
 static const char help_text[] =
 	"\n"
@@ -54,6 +55,7 @@ static const char help_text[] =
 	"      --max-message-bytes=SIZE   longest accepted line (32MB)\n"
 	"      --heartbeat-interval=DURATION  pgsync.job_runtime update interval (10s, 0: off)\n"
 	"      --copy-threshold=ROWS      insert run length that switches to COPY (32, 0: never)\n"
+	"      --no-merge-updates         send every update, even of a row updated again in the batch\n"
 	"      --log-level=LEVEL          debug, info, warning or error (info)\n"
 	"      --json                     log JSON lines\n"
 	"  -h, --help                     show this help\n"
@@ -63,6 +65,7 @@ struct app {
 	/* options */
 	const char *conninfo, *job_opt, *checkpoint_path;
 	int jobs, copy_threshold;
+	bool no_merge;
 	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
 	char **files;
 	int nfiles, cur;
@@ -334,6 +337,9 @@ init_job(const struct sr_record *rec)
 		fail(&err);
 	ao.job = A.job;
 	ao.copy_threshold = A.copy_threshold;
+	ao.merge_updates = !A.no_merge;
+	/* Part of what the batch may take: 4 MB, less for small batches. */
+	ao.held_bytes = A.max_batch_bytes < 4 * 1024 * 1024 ? (size_t) A.max_batch_bytes : 4 * 1024 * 1024;
 	if ((A.ap = applier_new(A.conn, A.meta, A.rc, &ao, &A.replica_role, &err)) == NULL)
 		fail(&err);
 	if (!A.replica_role)
@@ -625,7 +631,7 @@ run(void)
 
 enum {
 	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
-	OPT_HEARTBEAT, OPT_COPY, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
+	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
 };
 
 static void
@@ -641,6 +647,7 @@ parse_options(int argc, char **argv)
 		{"max-message-bytes", required_argument, NULL, OPT_MSG_BYTES},
 		{"heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT},
 		{"copy-threshold", required_argument, NULL, OPT_COPY},
+		{"no-merge-updates", no_argument, NULL, OPT_NO_MERGE},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
@@ -700,6 +707,7 @@ parse_options(int argc, char **argv)
 					bad = "--copy-threshold";
 				A.copy_threshold = (int) v;
 				break;
+			case OPT_NO_MERGE: A.no_merge = true; break;
 			case OPT_LOG_LEVEL:
 				if (!log_parse_level(optarg, &level))
 					bad = "--log-level";

@@ -1,6 +1,7 @@
 #include "applier.h"
 #include "applyerr.h"
 #include "buf.h"
+#include "coalesce.h"
 #include "common.h"
 #include "conn.h"
 #include "escape.h"
@@ -37,6 +38,12 @@
 #define HOT_SLOTS 1024
 #define HOT_ROW_LIMIT 64
 
+/*
+ * Updates held back for merging (lib/coalesce.h): opts->held_bytes bounds
+ * their bytes, the row limit the index. Full means sent, not refused.
+ */
+#define HELD_ROWS 32768
+
 struct applier {
 	PGconn *conn, *meta;
 	struct relcache *rc;
@@ -51,6 +58,8 @@ struct applier {
 
 	bool txn_open;
 	bool in_copy;
+	bool replica_role;			/* session_replication_role = replica is set */
+	bool merge;					/* hold mergeable updates (opts->merge_updates) */
 	bool cancelled;				/* a stop request cancelled the running statement */
 
 	/* The current run of inserts into one table. */
@@ -67,6 +76,8 @@ struct applier {
 	const char **params;
 
 	uint64_t rows;
+
+	struct coalesce *held;		/* updates waiting for the end of the batch */
 
 	struct { uint64_t hash; uint32_t count; } hot[HOT_SLOTS];
 	bool hot_row;				/* some row reached HOT_ROW_LIMIT in this batch */
@@ -112,7 +123,7 @@ hot_count(struct applier *a, const struct rc_rel *rel, const struct field *where
 bool
 applier_txn_open(const struct applier *a)
 {
-	return a->txn_open;
+	return a->txn_open || coalesce_rows(a->held) > 0;
 }
 
 uint64_t
@@ -552,6 +563,73 @@ run_add(struct applier *a, const struct sr_record *rec, struct apply_err *err)
 	return true;
 }
 
+/* --- held updates ----------------------------------------------------- */
+
+/*
+ * May this update wait for the end of the batch, merged with the row's
+ * other updates? Only when the merge cannot be observed: the key stays (a
+ * plain UPDATE, kind N, with every key value present), no unique index but
+ * the key's can be violated in between (rows of different keys commute),
+ * and no trigger or rule would see the individual changes.
+ */
+static bool
+mergeable(const struct applier *a, const struct rc_rel *rel, const struct sr_record *rec)
+{
+	if (!a->merge || rec->type != SR_UPDATE || rec->kind != 'N' || !rel->merge_ok)
+		return false;
+	if (a->replica_role ? rel->trig_replica : rel->trig_origin)
+		return false;
+	for (int i = 0; i < rel->ncols; i++)
+		if (rel->cols[i].key &&
+			(field_is_null(rec->newv[i].p, rec->newv[i].n) || field_is_unchanged(rec->newv[i].p, rec->newv[i].n)))
+			return false;
+	return true;
+}
+
+static bool
+hold(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn)
+{
+	size_t before = coalesce_rows(a->held);
+
+	if (!coalesce_put(a->held, rel, rel->ncols, rel->keymask, rec->newv, xid, commit_lsn))
+		return false;
+	rel->held += (uint32_t) (coalesce_rows(a->held) - before);
+	return true;
+}
+
+/* Forget the held rows (sent, or abandoned with the batch). */
+static void
+drop_held(struct applier *a)
+{
+	struct co_row row;
+	size_t cur = 0;
+
+	while (coalesce_next(a->held, &cur, &row))
+		((struct rc_rel *) row.rel)->held = 0;
+	coalesce_reset(a->held);
+}
+
+/* Send every held update, each row once with its newest values. */
+static bool
+send_held(struct applier *a, struct apply_err *err)
+{
+	struct co_row row;
+	size_t cur = 0;
+	bool ok;
+
+	if (coalesce_rows(a->held) == 0)
+		return true;
+	ok = end_run(a, err) && ensure_txn(a, err);
+	while (ok && coalesce_next(a->held, &cur, &row))
+	{
+		struct sr_record rec = {.type = SR_UPDATE, .kind = 'N', .newv = row.vals};
+
+		ok = update_delete(a, row.rel, &rec, row.xid, row.commit_lsn, err);
+	}
+	drop_held(a);
+	return ok;
+}
+
 /* --- public ------------------------------------------------------------ */
 
 static struct rc_rel *
@@ -562,6 +640,9 @@ resolve(struct applier *a, struct sr_rel *srel, struct apply_err *err)
 
 	if (r != NULL && r->gen == srel->gen)
 		return r;
+	/* Buffered and held rows are in the old layout: send them first. */
+	if (r != NULL && (!end_run(a, err) || !send_held(a, err)))
+		return NULL;
 	/* Pending results may point at statements about to be replaced. */
 	if (a->npend > 0 && !drain(a, 0, true, err))
 		return NULL;
@@ -574,14 +655,18 @@ truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_
 {
 	struct pending p = {.kind = PK_TRUNCATE, .op = 'T', .xid = xid, .commit_lsn = commit_lsn};
 
+	/* Resolving and sending what waits both use a->sql: first, then build. */
+	for (size_t i = 0; i < rec->ntrunc; i++)
+		if (resolve(a, rec->trunc_rels[i], err) == NULL)
+			return false;
+	if (!end_run(a, err) || !send_held(a, err) || !ensure_txn(a, err) || !room(a, 1, err))
+		return false;
 	buf_reset(&a->sql);
 	buf_puts(&a->sql, "TRUNCATE ");
 	for (size_t i = 0; i < rec->ntrunc; i++)
 	{
-		struct rc_rel *r = resolve(a, rec->trunc_rels[i], err);
+		struct rc_rel *r = rec->trunc_rels[i]->user;
 
-		if (r == NULL)
-			return false;
 		if (i == 0)
 			p.rel = r;
 		buf_printf(&a->sql, "%s%s", i ? ", " : "", r->qname);
@@ -590,33 +675,23 @@ truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_
 		buf_puts(&a->sql, " RESTART IDENTITY");
 	if (rec->trunc_flags & SR_TRUNC_CASCADE)
 		buf_puts(&a->sql, " CASCADE");
-	if (!ensure_txn(a, err) || !room(a, 1, err))
-		return false;
 	if (!PQsendQueryParams(a->conn, buf_cstr(&a->sql), 0, NULL, NULL, NULL, NULL, 0))
 		return lost(a, err);
 	return push(a, &p, err);
 }
 
-bool
-applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
-			   lsn_t commit_lsn, struct apply_err *err)
+static bool
+insert(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid,
+	   lsn_t commit_lsn, struct apply_err *err)
 {
-	struct rc_rel *rel;
-
-	a->rows++;
-	if (a->run_rel != NULL)
-	{
-		if (rec->type == SR_INSERT && rec->rel == a->run_rel->srel && rec->rel->gen == a->run_gen)
-			return run_add(a, rec, err);
-		if (!end_run(a, err))
-			return false;
-	}
-	if (rec->type == SR_TRUNCATE)
-		return truncate_rels(a, rec, xid, commit_lsn, err);
-	if ((rel = resolve(a, rec->rel, err)) == NULL || !ensure_txn(a, err))
+	/* A held row whose key comes back was deleted in between: in order. */
+	if (rel->held > 0 && coalesce_has(a->held, rel, rel->ncols, rel->keymask, rec->newv) &&
+		!send_held(a, err))
 		return false;
-	if (rec->type != SR_INSERT)
-		return update_delete(a, rel, rec, xid, commit_lsn, err);
+	if (a->run_rel == rel && a->run_gen == rel->gen)
+		return run_add(a, rec, err);
+	if (!end_run(a, err) || !ensure_txn(a, err))
+		return false;
 	if (a->copy_threshold > 0 && rel->ncols > 0)
 	{
 		a->run_rel = rel;
@@ -631,13 +706,50 @@ applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
 }
 
 bool
+applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
+			   lsn_t commit_lsn, struct apply_err *err)
+{
+	struct rc_rel *rel;
+	bool in_order;
+
+	a->rows++;
+	if (rec->type == SR_TRUNCATE)
+		return truncate_rels(a, rec, xid, commit_lsn, err);
+	if ((rel = resolve(a, rec->rel, err)) == NULL)
+		return false;
+	if (rec->type == SR_INSERT)
+		return insert(a, rel, rec, xid, commit_lsn, err);
+	if (mergeable(a, rel, rec))
+	{
+		if (hold(a, rel, rec, xid, commit_lsn))
+			return true;
+		/* Full: send what is held and hold this one; too big alone: send. */
+		if (!send_held(a, err))
+			return false;
+		if (hold(a, rel, rec, xid, commit_lsn))
+			return true;
+	}
+	/*
+	 * Sent now, so held rows of the table go first if this could touch one
+	 * of them: a delete of another key commutes with them, anything else is
+	 * kept in order.
+	 */
+	in_order = rel->held == 0 ||
+		(rec->type == SR_DELETE && rec->kind == 'K' &&
+		 !coalesce_has(a->held, rel, rel->ncols, rel->keymask, rec->oldv));
+	if (!end_run(a, err) || (!in_order && !send_held(a, err)) || !ensure_txn(a, err))
+		return false;
+	return update_delete(a, rel, rec, xid, commit_lsn, err);
+}
+
+bool
 applier_commit(struct applier *a, lsn_t applied, const char *commit_time, struct apply_err *err)
 {
 	char l[LSN_BUFSZ];
 	const char *params[3] = {a->job, lsn_format(applied, l), commit_time};
 	struct pending p = {.kind = PK_PROGRESS};
 
-	if (!end_run(a, err) || !ensure_txn(a, err) || !room(a, 1, err))
+	if (!end_run(a, err) || !send_held(a, err) || !ensure_txn(a, err) || !room(a, 1, err))
 		return false;
 	if (!PQsendQueryPrepared(a->conn, PROGRESS_STMT, 3, params, NULL, NULL, 0))
 		return lost(a, err);
@@ -654,6 +766,7 @@ applier_commit(struct applier *a, lsn_t applied, const char *commit_time, struct
 bool
 applier_rollback(struct applier *a, struct apply_err *err)
 {
+	drop_held(a);
 	if (a->in_copy && !copy_end(a, "batch abandoned", err))
 		return false;
 	a->run_rel = NULL;
@@ -728,6 +841,9 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	a->job = opts->job;
 	a->copy_threshold = opts->copy_threshold;
 	a->synced = true;
+	a->replica_role = *replica_role;
+	a->merge = opts->merge_updates;
+	a->held = coalesce_new(opts->held_bytes, HELD_ROWS);
 	a->offs = xmalloc(sizeof(*a->offs) * 2 * SR_MAX_COLS);
 	a->params = xmalloc(sizeof(*a->params) * 2 * SR_MAX_COLS);
 	return a;
@@ -738,6 +854,7 @@ applier_free(struct applier *a)
 {
 	if (a == NULL)
 		return;
+	coalesce_free(a->held);
 	buf_free(&a->run_buf);
 	buf_free(&a->sig);
 	buf_free(&a->vals);

@@ -1,7 +1,8 @@
 /*
  * applier.h - applying change records to the target over one connection in
  * libpq pipeline mode: prepared statements per (table, operation, column
- * set), runs of inserts into one table sent as COPY, results consumed as
+ * set), runs of inserts into one table sent as COPY, updates of one row
+ * merged within a batch where nothing could tell, results consumed as
  * they arrive, and a commit that carries the job's progress row. Memory is
  * bounded (a fixed ring of pending results, bounded run and COPY buffers),
  * never by transaction size. Never commits a batch whose results it has not
@@ -21,6 +22,8 @@
 struct applier_opts {
 	const char *job;
 	int copy_threshold;			/* insert run length that switches to COPY; 0: never */
+	bool merge_updates;			/* hold updates to send each row once per batch */
+	size_t held_bytes;			/* at most this much of them (within the batch's bytes) */
 };
 
 struct applier;

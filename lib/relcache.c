@@ -160,6 +160,88 @@ static const char cols_sql[] =
 	" WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')"
 	" ORDER BY a.attnum";
 
+/* Properties that decide whether updates of the table may be merged. */
+static const char merge_sql[] =
+	"SELECT c.relkind = 'r' AND NOT c.relhasrules AND NOT c.relhassubclass,"
+	" EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid AND t.tgenabled IN ('A', 'R')),"
+	" EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid AND t.tgenabled IN ('A', 'O'))"
+	" FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+	" WHERE n.nspname = $1 AND c.relname = $2";
+
+/*
+ * Every unique index and exclusion constraint, one row per key column:
+ * index, opaque (expressions, a predicate or an exclusion), column name
+ * (NULL for an expression).
+ */
+static const char uniq_sql[] =
+	"SELECT i.indexrelid::pg_catalog.int8,"
+	" i.indisexclusion OR i.indexprs IS NOT NULL OR i.indpred IS NOT NULL, a.attname"
+	" FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+	" JOIN pg_catalog.pg_index i ON i.indrelid = c.oid AND (i.indisunique OR i.indisexclusion)"
+	" CROSS JOIN LATERAL pg_catalog.unnest((i.indkey::pg_catalog.int2[])[0:i.indnkeyatts - 1]) k(attnum)"
+	" LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum"
+	" WHERE n.nspname = $1 AND c.relname = $2"
+	" ORDER BY 1";
+
+/* Is the column set of rows [from, to) of res exactly the key columns? */
+static bool
+index_is_key(PGresult *res, int from, int to, const struct rc_col *cols, int ncols)
+{
+	int nkey = 0;
+
+	for (int i = 0; i < ncols; i++)
+		nkey += cols[i].key;
+	if (to - from != nkey)
+		return false;
+	for (int j = from; j < to; j++)
+	{
+		bool found = false;
+
+		if (strcmp(PQgetvalue(res, j, 1), "t") == 0 || PQgetisnull(res, j, 2))
+			return false;
+		for (int i = 0; i < ncols && !found; i++)
+			found = cols[i].key && strcmp(cols[i].name, PQgetvalue(res, j, 2)) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static bool
+read_merge_ok(PGconn *meta, const char *const params[2], struct rc_rel *r, const char *name,
+			  struct apply_err *err)
+{
+	struct pgerr pe;
+	PGresult *res = conn_query(meta, merge_sql, 2, params, 3, &pe);
+	bool any_key = false;
+
+	if (res != NULL && PQntuples(res) == 1)
+	{
+		r->merge_ok = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		r->trig_replica = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+		r->trig_origin = strcmp(PQgetvalue(res, 0, 2), "t") == 0;
+		PQclear(res);
+		res = conn_query(meta, uniq_sql, 2, params, 3, &pe);
+	}
+	if (res == NULL)
+	{
+		apply_err_set(err, EXIT_RUNTIME, "cannot read the indexes of %s on the target: %s%s%s%s", name,
+					  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		return false;
+	}
+	for (int i = 0; i < r->ncols; i++)
+		any_key |= r->cols[i].key;
+	r->merge_ok &= any_key;
+	for (int from = 0, to; from < PQntuples(res) && r->merge_ok; from = to)
+	{
+		for (to = from + 1; to < PQntuples(res) && strcmp(PQgetvalue(res, to, 0), PQgetvalue(res, from, 0)) == 0;)
+			to++;
+		r->merge_ok = index_is_key(res, from, to, r->cols, r->ncols);
+	}
+	PQclear(res);
+	return true;
+}
+
 struct rc_rel *
 relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 			 bool *stmts_dropped, struct apply_err *err)
@@ -253,6 +335,12 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 	r->cols = cols;
 	r->ncols = srel->ncols;
 	r->layout_hash = h;
+	free(r->keymask);
+	r->keymask = xcalloc(r->ncols ? (size_t) r->ncols : 1, sizeof(bool));
+	for (int i = 0; i < r->ncols; i++)
+		r->keymask[i] = cols[i].key;
+	if (!read_merge_ok(meta, params, r, name, err))
+		return NULL;
 	r->gen = srel->gen;
 	return r;
 }

@@ -59,6 +59,18 @@ struct rc_rel {
 	struct rc_stmt *stmts;
 	int nstmts;
 	uint64_t layout_hash;		/* names, keys and text_cmp of the columns */
+
+	/*
+	 * Updates of one row may be merged within a target transaction (see
+	 * lib/coalesce.h): a plain table without rules or child tables whose
+	 * only unique index (if any) is on exactly the key columns. Triggers
+	 * decide per session: none may fire that would see the merged changes.
+	 */
+	bool merge_ok;
+	bool trig_replica;			/* has triggers that fire in replica mode (A, R) */
+	bool trig_origin;			/* has triggers that fire otherwise (A, O: FK checks too) */
+	bool *keymask;				/* ncols: cols[i].key */
+	uint32_t held;				/* rows of this table the applier holds back */
 };
 
 struct relcache;

@@ -245,8 +245,9 @@ small_txns() {
 	[ "$(applied_lsn b2_slot)" = "0/32010" ]
 }
 
-@test "a row changed in transaction after transaction ends the batch early, every 64 changes" {
-	q "CREATE TABLE hot (id int PRIMARY KEY, n int); INSERT INTO hot VALUES (1, 0); CREATE TABLE hot_log (id int PRIMARY KEY)"
+@test "a row changed in transaction after transaction ends the batch early, every 64 changes, when updates cannot be merged" {
+	# The second unique index keeps updates of hot from being merged.
+	q "CREATE TABLE hot (id int PRIMARY KEY, n int UNIQUE); INSERT INTO hot VALUES (1, 0); CREATE TABLE hot_log (id int PRIMARY KEY)"
 	{
 		printf 'PGCS\t1\t42\t1\thot_slot\t0/100\n'
 		printf 'RELATION\tpublic\thot\t1\td\t2\tid\t23\t-1\tk\tn\t23\t-1\t-\n'
@@ -263,6 +264,135 @@ small_txns() {
 	[ "$(q "SELECT n FROM hot")" = 200 ]
 	# Batches of 64, 64, 64 and 8 transactions.
 	[ "$(q "SELECT count(*), count(DISTINCT xmin::text) FROM hot_log")" = "200|4" ]
+}
+
+# n_upd_is TABLE N: pg-apply's sessions made N updates (n_tup_upd) to TABLE,
+# once their statistics are flushed (at the end of the session).
+n_upd_is() {
+	[ "$(q "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = '$1'")" = "$2" ]
+}
+
+# merge_stream SLOT TABLE...: 100 transactions, each updating row 1 of
+# every TABLE (id, n, doc: doc changes in transaction 40 only), and row 2
+# (to -50) in transaction 50.
+merge_stream() {
+	local slot=$1 t i r=0
+	shift
+	printf 'PGCS\t1\t43\t1\t%s\t0/100\n' "$slot"
+	for t in "$@"; do
+		printf 'RELATION\tpublic\t%s\t%d\td\t3\tid\t23\t-1\tk\tn\t23\t-1\t-\tdoc\t25\t-1\t-\n' "$t" $((++r))
+	done
+	for i in $(seq 1 100); do
+		printf 'BEGIN\t%d\t0/%X\t%s\n' "$i" $((4096 * i)) "$T0"
+		for t in "$@"; do
+			if ((i == 40)); then
+				printf 'UPDATE\tpublic\t%s\tN\t1\t%d\tnew doc\n' "$t" "$i"
+			else
+				printf 'UPDATE\tpublic\t%s\tN\t1\t%d\t\\U\n' "$t" "$i"
+			fi
+			if ((i == 50)); then
+				printf 'UPDATE\tpublic\t%s\tN\t2\t-50\t\\U\n' "$t"
+			fi
+		done
+		printf 'COMMIT\t%d\t0/%X\t0/%X\t%s\n' "$i" $((4096 * i)) $((4096 * i + 16)) "$T0"
+	done
+}
+
+@test "updates of one row within a batch are merged into one; an unchanged TOAST value keeps the newest value" {
+	for t in mg mg_no; do
+		q "CREATE TABLE $t (id int PRIMARY KEY, n int, doc text); INSERT INTO $t VALUES (1, 0, repeat('d', 50000)), (2, 0, 'two')"
+	done
+	merge_stream mg_slot mg >"$BATS_TEST_TMPDIR/mg.pgcs"
+	merge_stream mg_no_slot mg_no >"$BATS_TEST_TMPDIR/mg_no.pgcs"
+	run pg-apply -d "$tgt_URL" --max-batch-delay 1h "$BATS_TEST_TMPDIR/mg.pgcs"
+	[ "$status" -eq 0 ]
+	run pg-apply -d "$tgt_URL" --max-batch-delay 1h --no-merge-updates "$BATS_TEST_TMPDIR/mg_no.pgcs"
+	[ "$status" -eq 0 ]
+	for t in mg mg_no; do
+		[ "$(q "SELECT string_agg(id || ':' || n || ':' || left(doc, 7) || ':' || length(doc), ',' ORDER BY id) FROM $t")" = "1:100:new doc:7,2:-50:two:3" ]
+		[ "$(applied_lsn "${t}_slot")" = "0/64010" ]
+	done
+	# One batch, and in it each row updated once; unmerged, every update.
+	wait_until 10 n_upd_is mg 2
+	wait_until 10 n_upd_is mg_no 101
+}
+
+@test "updates are applied one by one where merging could be seen: another unique index, an always trigger, a rule" {
+	q "CREATE TABLE mu (id int PRIMARY KEY, n int UNIQUE, doc text)"
+	q "CREATE TABLE mt (id int PRIMARY KEY, n int, doc text); CREATE TABLE mt_log (n int)"
+	q "CREATE FUNCTION mt_log() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN INSERT INTO public.mt_log VALUES (NEW.n); RETURN NEW; END'"
+	q "CREATE TRIGGER mt_log AFTER UPDATE ON mt FOR EACH ROW EXECUTE FUNCTION mt_log(); ALTER TABLE mt ENABLE ALWAYS TRIGGER mt_log"
+	q "CREATE TABLE mr (id int PRIMARY KEY, n int, doc text); CREATE TABLE mr_log (n int)"
+	q "CREATE RULE mr_log AS ON UPDATE TO mr DO ALSO INSERT INTO mr_log VALUES (NEW.n); ALTER TABLE mr ENABLE ALWAYS RULE mr_log"
+	for t in mu mt mr; do q "INSERT INTO $t VALUES (1, 0, 'one'), (2, -1, 'two')"; done
+	merge_stream mu_slot mu mt mr >"$BATS_TEST_TMPDIR/mu.pgcs"
+	run pg-apply -d "$tgt_URL" --max-batch-delay 1h "$BATS_TEST_TMPDIR/mu.pgcs"
+	[ "$status" -eq 0 ]
+	for t in mu mt mr; do
+		[ "$(q "SELECT string_agg(id || ':' || n || ':' || doc, ',' ORDER BY id) FROM $t")" = "1:100:new doc,2:-50:two" ]
+	done
+	[ "$(q "SELECT count(*), sum(n) FROM mt_log")" = "101|5000" ]
+	[ "$(q "SELECT count(*), sum(n) FROM mr_log")" = "101|5000" ]
+	wait_until 10 n_upd_is mu 101
+}
+
+@test "a unique index on other columns: values swapped through a third one in one batch apply" {
+	q "CREATE TABLE sw (id int PRIMARY KEY, email text UNIQUE); INSERT INTO sw VALUES (1, 'a'), (2, 'b')"
+	run pgapply --max-batch-delay 1h <<EOF
+PGCS→1→44→1→sw_slot→0/100
+RELATION→public→sw→1→d→2→id→23→-1→k→email→25→-1→-
+BEGIN→1→0/200→$T0
+UPDATE→public→sw→N→1→x
+COMMIT→1→0/200→0/210→$T0
+BEGIN→2→0/300→$T0
+UPDATE→public→sw→N→2→a
+COMMIT→2→0/300→0/310→$T0
+BEGIN→3→0/400→$T0
+UPDATE→public→sw→N→1→b
+COMMIT→3→0/400→0/410→$T0
+EOF
+	[ "$status" -eq 0 ]
+	[ "$(q "SELECT string_agg(id || email, ',' ORDER BY id) FROM sw")" = "1b,2a" ]
+}
+
+@test "held updates stay in order with deletes, re-inserts, truncates and a redefined relation of their table" {
+	q "CREATE TABLE mo (id int PRIMARY KEY, n int); INSERT INTO mo VALUES (1, 0), (2, 0), (3, 0)"
+	run pgapply --max-batch-delay 1h <<EOF
+PGCS→1→45→1→mo_slot→0/100
+RELATION→public→mo→1→d→2→id→23→-1→k→n→23→-1→-
+BEGIN→1→0/200→$T0
+UPDATE→public→mo→N→1→10
+UPDATE→public→mo→N→2→20
+DELETE→public→mo→K→1→\\N
+INSERT→public→mo→1→11
+UPDATE→public→mo→N→1→12
+DELETE→public→mo→K→3→\\N
+INSERT→public→mo→4→40
+UPDATE→public→mo→N→4→41
+COMMIT→1→0/200→0/210→$T0
+EOF
+	[ "$status" -eq 0 ]
+	[ "$(q "SELECT string_agg(id || ':' || n, ',' ORDER BY id) FROM mo")" = "1:12,2:20,4:41" ]
+	q "ALTER TABLE mo ADD COLUMN c text"
+	run pgapply --max-batch-delay 1h <<EOF
+PGCS→1→45→1→mo_slot→0/100
+RELATION→public→mo→1→d→2→id→23→-1→k→n→23→-1→-
+BEGIN→2→0/300→$T0
+UPDATE→public→mo→N→2→21
+RELATION→public→mo→1→d→3→id→23→-1→k→n→23→-1→-→c→25→-1→-
+UPDATE→public→mo→N→2→22→two
+UPDATE→public→mo→N→4→42→four
+COMMIT→2→0/300→0/310→$T0
+BEGIN→3→0/400→$T0
+UPDATE→public→mo→N→1→13→one
+TRUNCATE→-→public→mo
+INSERT→public→mo→5→50→five
+UPDATE→public→mo→N→5→51→\\U
+COMMIT→3→0/400→0/410→$T0
+EOF
+	[ "$status" -eq 0 ]
+	[ "$(q "SELECT string_agg(id || ':' || n || ':' || c, ',' ORDER BY id) FROM mo")" = "5:51:five" ]
+	[ "$(applied_lsn mo_slot)" = "0/410" ]
 }
 
 @test "a run of inserts through COPY gives exactly the rows single-row statements give" {
