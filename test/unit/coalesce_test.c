@@ -84,7 +84,7 @@ test_limits(void)
 {
 	struct coalesce *c = coalesce_new(1024, 4);
 	int t;
-	char k[8][4];
+	char k[8][12];
 	static char big[2048];
 	struct field r[3];
 

@@ -7,7 +7,7 @@ static struct rc_col cols[] = {
 	{"name", "\"name\"", "pg_catalog.bpchar", "character(5)", false, false},
 	{"doc", "\"doc\"", "pg_catalog.json", "json", false, true},
 };
-static struct rc_rel rel = {NULL, 1, "public.t", "\"public\".\"t\"", 3, cols, NULL, 0, 0};
+static struct rc_rel rel = {.gen = 1, .display = "public.t", .qname = "\"public\".\"t\"", .ncols = 3, .cols = cols};
 
 static const char *
 sql_of(const char *sig)
