@@ -31,6 +31,14 @@
 #include <unistd.h>
 
 #define CHECKPOINT_EVERY_MS 200
+/*
+ * A batch is committed once the input has been quiet this long. A producer
+ * catching up leaves gaps of microseconds between its writes; committing in
+ * each would stop reading (and so stall decoding on the source) while the
+ * target finishes the batch, hundreds of times a second. A live stream at a
+ * few hundred transactions a second still commits each as it arrives.
+ */
+#define QUIET_MS 2
 #define LOCK_WAIT_MS 10000
 
 static const char usage_text[] =
@@ -583,6 +591,26 @@ wait_input(void)
 		sig_drain();
 }
 
+/* Did the input stay quiet for QUIET_MS (false: more arrived first)? */
+static bool
+input_quiet(void)
+{
+	struct pollfd p = {input_fd(A.in), POLLIN, 0};
+	uint64_t ms = QUIET_MS;
+
+	/* Never past --max-batch-delay; a POSITION-only batch has no start. */
+	if (A.batch_start_ms != 0)
+	{
+		uint64_t age = now_ms() - A.batch_start_ms;
+
+		if (age >= A.max_batch_delay_ms)
+			return true;
+		if (A.max_batch_delay_ms - age < ms)
+			ms = A.max_batch_delay_ms - age;
+	}
+	return poll(&p, 1, (int) ms) <= 0;
+}
+
 static void
 run(void)
 {
@@ -603,9 +631,13 @@ run(void)
 					timers();
 				break;
 			case IN_AGAIN:
-				/* Nothing more right now: make what we have durable. */
-				if (!sr_in_txn(A.sr))
+				/* Nothing more for a moment: make what we have durable. */
+				if (!sr_in_txn(A.sr) && (A.batch_dirty || (A.ap && applier_txn_open(A.ap))))
+				{
+					if (!input_quiet())
+						break;
 					commit_batch();
+				}
 				timers();
 				wait_input();
 				break;

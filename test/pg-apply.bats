@@ -245,6 +245,26 @@ small_txns() {
 	[ "$(applied_lsn b2_slot)" = "0/32010" ]
 }
 
+@test "a producer that pauses between transactions gets each committed while it waits" {
+	q "CREATE TABLE qp (id int PRIMARY KEY)"
+	small_txns qp qp_slot >"$BATS_TEST_TMPDIR/qp.pgcs"
+	# Header, relation and the first 5 transactions, then one at a time.
+	run pg-apply -d "$tgt_URL" --max-batch-delay 1h < <(
+		head -17 "$BATS_TEST_TMPDIR/qp.pgcs"
+		sed -n '18,$p' "$BATS_TEST_TMPDIR/qp.pgcs" | head -15 | while IFS= read -r l; do
+			printf '%s\n' "$l"
+			[[ $l == COMMIT* ]] && sleep 0.3
+		done
+	)
+	[ "$status" -eq 0 ]
+	# The first six arrive together (the sixth before the first pause); the
+	# other four one each.
+	run q "SELECT count(*), count(DISTINCT xmin::text) FROM qp"
+	[ "${output%%|*}" -eq 10 ]
+	[ "${output##*|}" -ge 5 ]
+	[ "${output##*|}" -le 10 ]
+}
+
 @test "a row changed in transaction after transaction ends the batch early, every 64 changes, when updates cannot be merged" {
 	# The second unique index keeps updates of hot from being merged.
 	q "CREATE TABLE hot (id int PRIMARY KEY, n int UNIQUE); INSERT INTO hot VALUES (1, 0); CREATE TABLE hot_log (id int PRIMARY KEY)"
