@@ -437,10 +437,17 @@ skip_snapshot(lsn_t at)
 	}
 }
 
+/* The heartbeat goes on while a snapshot section loads. */
+static void
+snapshot_tick(void)
+{
+	heartbeat(false, false, "SNAPSHOTTING");
+}
+
 static void
 on_snapshot(const struct sr_record *rec)
 {
-	struct snapload_opts so = {A.conninfo, A.jobs, A.job, A.replica_role};
+	struct snapload_opts so = {A.conninfo, A.jobs, A.job, A.replica_role, snapshot_tick};
 	struct apply_err err;
 	char l[LSN_BUFSZ];
 	lsn_t pos = 0;

@@ -38,6 +38,7 @@ struct reader {
 	uint64_t frame_rows, frame_bytes, frame_line;
 	struct field *f;
 	struct buf tmp;
+	void (*tick)(void);
 };
 
 static bool
@@ -298,6 +299,8 @@ read_section(struct reader *R, lsn_t start, lsn_t *position)
 
 		if (st == IN_AGAIN || (st == IN_LINE && R->cur == NULL))
 		{
+			if (R->tick)
+				R->tick();
 			if (sig_fd() >= 0 && sig_stop_requested())
 			{
 				loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: interrupted inside the snapshot section: the copy is incomplete",
@@ -467,6 +470,7 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	memset(&R, 0, sizeof(R));
 	R.L = &L;
 	R.in = in;
+	R.tick = opts->tick;
 	R.f = xcalloc(MAX_FIELDS + 1, sizeof(*R.f));
 	rc = loader_start(&L);
 	if (rc == EXIT_DONE)

@@ -21,6 +21,8 @@ struct snapload_opts {
 	int jobs;					/* parallel target connections, >= 1 */
 	const char *job;			/* pgsync.job key the table_sync rows belong to */
 	bool replica_role;			/* set session_replication_role = replica */
+	/* Called between frames and while waiting for input (heartbeats). */
+	void (*tick)(void);
 };
 
 /*

@@ -896,6 +896,37 @@ EOF
 	[ "$rc" -eq 0 ]
 }
 
+@test "the heartbeat goes on, as SNAPSHOTTING, while a snapshot section waits for its next frame" {
+	local fifo=$BATS_TEST_TMPDIR/in pid first
+	q "CREATE TABLE hbs (id int PRIMARY KEY)"
+	mkfifo "$fifo"
+	pg-apply -d "$tgt_URL" --heartbeat-interval 1s <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
+	exec 7>"$fifo"
+	pgcs /dev/fd/7 <<EOF
+PGCS→1→36→1→hbs_slot→0/1A00000→producer=pg-snapshot-dump/0.1.0
+SNAPSHOT→0/1A00000→00000003-00000002-1→1
+COPY→public→hbs→1→id
+ROW→1
+ENDCOPY→1
+EOF
+	wait_until 10 q_is "SELECT state FROM pgsync.job_runtime WHERE job = 'hbs_slot'" SNAPSHOTTING
+	first=$(q "SELECT heartbeat_at FROM pgsync.job_runtime WHERE job = 'hbs_slot'")
+	wait_until 10 q_is "SELECT heartbeat_at > '$first' FROM pgsync.job_runtime WHERE job = 'hbs_slot'" t
+	[ "$(q "SELECT pid, stopped_at IS NULL FROM pgsync.job_runtime WHERE job = 'hbs_slot'")" = "$pid|t" ]
+	pgcs /dev/fd/7 <<EOF
+TABLEDONE→public→hbs→1→2
+SNAPSHOTDONE→0/1A00000
+EOF
+	exec 7>&-
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ]
+	[ "$(q "SELECT count(*) FROM hbs")" = 1 ]
+	[ "$(q "SELECT applied_lsn FROM pgsync.job WHERE job = 'hbs_slot'")" = 0/1A00000 ]
+}
+
 @test "without permission for session_replication_role it still applies, and says triggers stay active" {
 	q "CREATE ROLE pa_owner LOGIN"
 	q "CREATE DATABASE pa_db OWNER pa_owner"
