@@ -415,6 +415,28 @@ EOF
 	[ "$(applied_lsn mo_slot)" = "0/410" ]
 }
 
+@test "random streams of inserts, updates, key changes, deletes and truncates end as their model says, merged or not" {
+	local seed mode t
+	for seed in 1 2 3 4; do
+		for mode in big small nomerge; do
+			t=rnd_${seed}_$mode
+			q "CREATE TABLE $t (id int PRIMARY KEY, n int, doc text)"
+			awk -v seed="$seed" -v table="$t" -v slot="${t}_slot" -v txns=300 -v expect="$BATS_TEST_TMPDIR/$t.want" \
+				-f "$BATS_TEST_DIRNAME/lib/random-stream.awk" >"$BATS_TEST_TMPDIR/$t.pgcs"
+			case $mode in
+			big) run pg-apply -d "$tgt_URL" --max-batch-delay 1h "$BATS_TEST_TMPDIR/$t.pgcs" ;;
+			# Small batches also leave room for only a few held rows.
+			small) run pg-apply -d "$tgt_URL" --max-batch-delay 1h --max-batch-bytes 2kB "$BATS_TEST_TMPDIR/$t.pgcs" ;;
+			nomerge) run pg-apply -d "$tgt_URL" --max-batch-delay 1h --no-merge-updates "$BATS_TEST_TMPDIR/$t.pgcs" ;;
+			esac
+			echo "$t: $output"
+			[ "$status" -eq 0 ]
+			q "SELECT id || '|' || n || '|' || coalesce(doc, '\\N') FROM $t" | sort >"$BATS_TEST_TMPDIR/$t.got"
+			sort "$BATS_TEST_TMPDIR/$t.want" | diff - "$BATS_TEST_TMPDIR/$t.got"
+		done
+	done
+}
+
 @test "a run of inserts through COPY gives exactly the rows single-row statements give" {
 	q "CREATE TABLE cp1 (id int PRIMARY KEY, v text, n numeric); CREATE TABLE cp2 (LIKE cp1 INCLUDING ALL)"
 	gen() {
