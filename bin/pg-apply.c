@@ -158,6 +158,24 @@ write_checkpoint(bool force)
 	A.cp_ever = true;
 }
 
+/*
+ * While the applier waits for the target (a commit, a full pipeline), the
+ * input is read ahead: otherwise the pipe fills, and pg-walcat and the
+ * source's decoding stop until the target is done.
+ */
+static int
+read_ahead_fd(void)
+{
+	return A.in ? input_readahead_fd(A.in) : -1;
+}
+
+static void
+read_ahead(void)
+{
+	if (A.in)
+		input_readahead(A.in);
+}
+
 static void
 heartbeat(bool force, bool stopped, const char *state)
 {
@@ -346,6 +364,8 @@ init_job(const struct sr_record *rec)
 	ao.job = A.job;
 	ao.copy_threshold = A.copy_threshold;
 	ao.merge_updates = !A.no_merge;
+	ao.side_fd = read_ahead_fd;
+	ao.side_read = read_ahead;
 	/* Part of what the batch may take: 4 MB, less for small batches. */
 	ao.held_bytes = A.max_batch_bytes < 4 * 1024 * 1024 ? (size_t) A.max_batch_bytes : 4 * 1024 * 1024;
 	if ((A.ap = applier_new(A.conn, A.meta, A.rc, &ao, &A.replica_role, &err)) == NULL)

@@ -27,6 +27,8 @@
 
 /* How often an idle stream looks for a newly acknowledged position. */
 #define ACK_CHECK_MS 1000
+/* How long the reader naps when the socket runs dry while data flows. */
+#define NAP_US 200
 
 static const char synopsis[] =
 	"usage: pg-walcat -d SOURCE --slot NAME --publication NAME[,NAME...] [--start LSN]\n"
@@ -494,7 +496,7 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 	uint64_t next_ack_check = t0 + ACK_CHECK_MS;
 	bool heartbeats = server_version >= 140000 && w->o.heartbeat_ms > 0;
 	enum ws_status st = WS_OK;
-	bool drained = false;
+	bool drained = false, napped = false;
 	char err[256];
 
 	for (;;)
@@ -523,6 +525,7 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 		{
 			struct repl_msg m;
 
+			napped = false;
 			if (!repl_parse(buf, (size_t) n, &m, err, sizeof(err)))
 			{
 				PQfreemem(buf);
@@ -548,6 +551,22 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 			PQfreemem(buf);
 			if (st != WS_OK)
 				break;
+		}
+		else if (n == 0 && !napped)
+		{
+			/*
+			 * Data was flowing: nap briefly before waiting on the socket.
+			 * The walsender writes one small message at a time, and waking
+			 * a reader blocked in poll() on each costs both processes more
+			 * than the data does; napping lets a batch of messages gather
+			 * and the sender write without waking anyone.
+			 */
+			struct timespec ts = {0, NAP_US * 1000};
+
+			napped = true;
+			nanosleep(&ts, NULL);
+			drained = false;
+			continue;
 		}
 		else if (n == 0)
 		{

@@ -60,6 +60,8 @@ struct applier {
 	bool in_copy;
 	bool replica_role;			/* session_replication_role = replica is set */
 	bool merge;					/* hold mergeable updates (opts->merge_updates) */
+	int (*side_fd)(void);		/* see applier_opts */
+	void (*side_read)(void);
 	bool cancelled;				/* a stop request cancelled the running statement */
 
 	/* The current run of inserts into one table. */
@@ -219,10 +221,14 @@ drain(struct applier *a, size_t upto, bool block, struct apply_err *err)
 		}
 		if (PQflush(a->conn) != 0)
 			return lost(a, err);
-		struct pollfd pfd[2] = {{PQsocket(a->conn), POLLIN, 0}, {sig_fd(), POLLIN, 0}};
+		struct pollfd pfd[3] = {{PQsocket(a->conn), POLLIN, 0}, {sig_fd(), POLLIN, 0},
+								{a->side_fd ? a->side_fd() : -1, POLLIN, 0}};
 
-		if (poll(pfd, sig_fd() >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+		/* Negative descriptors are ignored by poll(). */
+		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
 			return lost(a, err);
+		if (pfd[2].fd >= 0 && pfd[2].revents)
+			a->side_read();
 		/* A statement waiting on a lock must not hold a stop request off:
 		 * cancel it; the batch then fails and is rolled back. */
 		if (sig_stop_requested() && !a->cancelled)
@@ -843,6 +849,8 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	a->synced = true;
 	a->replica_role = *replica_role;
 	a->merge = opts->merge_updates;
+	a->side_fd = opts->side_fd;
+	a->side_read = opts->side_read;
 	a->held = coalesce_new(opts->held_bytes, HELD_ROWS);
 	a->offs = xmalloc(sizeof(*a->offs) * 2 * SR_MAX_COLS);
 	a->params = xmalloc(sizeof(*a->params) * 2 * SR_MAX_COLS);

@@ -24,6 +24,12 @@ struct applier_opts {
 	int copy_threshold;			/* insert run length that switches to COPY; 0: never */
 	bool merge_updates;			/* hold updates to send each row once per batch */
 	size_t held_bytes;			/* at most this much of them (within the batch's bytes) */
+	/*
+	 * While blocked on the target's results: a descriptor to watch (or -1)
+	 * and what to do when it is readable, so the input keeps flowing.
+	 */
+	int (*side_fd)(void);
+	void (*side_read)(void);
 };
 
 struct applier;

@@ -11,6 +11,8 @@
 #include <zstd.h>
 
 #define READ_CHUNK (256 * 1024)
+/* Plain input may be read this far ahead while the caller waits elsewhere. */
+#define READAHEAD_BYTES (4 * 1024 * 1024)
 
 struct input {
 	int fd;
@@ -211,9 +213,62 @@ readable(int fd, int timeout_ms)
 	return rc > 0;
 }
 
+/*
+ * The previous line is released: the one moment bytes may move. Keep free
+ * room at the end of a plain input's buffer for input_readahead().
+ */
+static void
+keep_room(struct input *in)
+{
+	size_t bound = in->max_line + 2 * READ_CHUNK + ZSTD_DStreamOutSize();
+	size_t want = READAHEAD_BYTES < bound ? READAHEAD_BYTES : bound;
+
+	if (!in->detected || in->zd || in->cap - in->end >= READ_CHUNK)
+		return;
+	/* Move only when that frees a chunk: copying per line would be
+	 * quadratic in a full buffer. */
+	if (in->start >= READ_CHUNK)
+	{
+		memmove(in->data, in->data + in->start, in->end - in->start);
+		in->end -= in->start;
+		in->scan -= in->start;
+		in->start = 0;
+	}
+	if (in->cap < want)
+	{
+		in->data = xrealloc(in->data, want);
+		in->cap = want;
+	}
+}
+
+int
+input_readahead_fd(const struct input *in)
+{
+	if (in->eof || !in->detected || in->zd || in->end >= in->cap)
+		return -1;
+	return in->fd;
+}
+
+void
+input_readahead(struct input *in)
+{
+	ssize_t r;
+
+	if (input_readahead_fd(in) < 0)
+		return;
+	/* Only into the free end: the caller's current line must not move. */
+	r = read_some(in->fd, in->data + in->end, in->cap - in->end);
+	if (r > 0)
+		in->end += (size_t) r;
+	else if (r == 0)
+		in->eof = true;
+	/* An error shows again at the next regular read, which reports it. */
+}
+
 enum input_status
 input_next(struct input *in, const char **line, size_t *len, int timeout_ms)
 {
+	keep_room(in);
 	for (;;)
 	{
 		char *nl = memchr(in->data + in->scan, '\n', in->end - in->scan);

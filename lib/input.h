@@ -36,6 +36,16 @@ const char *input_name(const struct input *in);
 /* Bytes consumed (decompressed). */
 uint64_t input_bytes(const struct input *in);
 int input_fd(const struct input *in);
+
+/*
+ * Read ahead while the caller is blocked on something else, so the producer
+ * is not held up: input_readahead_fd() is the descriptor to watch, or -1
+ * when nothing more can be taken (zstd input, EOF, buffer full: up to 4 MB);
+ * once it is readable, input_readahead() reads into free buffer space. The
+ * line input_next() last returned stays valid.
+ */
+int input_readahead_fd(const struct input *in);
+void input_readahead(struct input *in);
 void input_close(struct input *in);
 
 #endif
