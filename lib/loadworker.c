@@ -5,7 +5,9 @@
  *
  * A table is marked done when its TABLEDONE was read and every one of its
  * frames committed: whichever of the reader (at TABLEDONE) and the worker
- * (after the last commit) sees both first claims it, under the lock.
+ * (at the last commit) sees both first claims it, under the lock. A worker
+ * that sees TABLEDONE before committing the last frame marks the table done
+ * in that frame's own transaction.
  * Loader sessions commit with synchronous_commit off: once every frame
  * committed, lib/snapload makes one synchronous commit, which flushes the
  * WAL of them all before the caller records the position.
@@ -139,15 +141,38 @@ loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, b
 						3, params, err);
 }
 
-/* One frame is in: commit it with its counters. */
+/*
+ * Mark the table done unless someone did: for the worker whose commit came
+ * after the reader's TABLEDONE, or the reader that read TABLEDONE after the
+ * last commit.
+ */
+static bool
+claim_done(struct loader *L, PGconn *conn, struct ltable *t, struct pgerr *err)
+{
+	if (!loader_set_state(conn, L, t, true, err))
+		return false;
+	pthread_mutex_lock(&L->mu);
+	L->ndone++;
+	pthread_mutex_unlock(&L->mu);
+	return true;
+}
+
+/*
+ * One frame is in: commit it with its counters. When TABLEDONE was read
+ * already and this is the table's last uncommitted frame, its transaction
+ * also marks the table done: one transaction a table fewer (most tables of
+ * a many-table copy are one frame), and done commits with the last rows.
+ * If that commit fails the loader fails, and nothing else claims the table.
+ */
 static bool
 commit_frame(struct lworker *w, struct chunk *c, struct pgerr *err, PGresult **failed_res)
 {
 	struct loader *L = w->L;
+	struct ltable *t = c->t;
 	PGresult *res;
 	char rows[24], bytes[24];
-	const char *params[5] = {L->o->job, c->t->schema, c->t->name, rows, bytes};
-	bool claim;
+	const char *params[6] = {L->o->job, t->schema, t->name, rows, bytes, NULL};
+	bool last, claim;
 
 	if (PQputCopyEnd(w->conn, NULL) != 1)
 	{
@@ -164,29 +189,33 @@ commit_frame(struct lworker *w, struct chunk *c, struct pgerr *err, PGresult **f
 	PQclear(res);
 	while ((res = PQgetResult(w->conn)) != NULL)
 		PQclear(res);
+	/* After TABLEDONE no frame of the table is dispatched any more. */
+	pthread_mutex_lock(&L->mu);
+	last = t->tabledone && t->committed + 1 == t->dispatched && !t->claimed;
+	if (last)
+		t->claimed = true;
+	pthread_mutex_unlock(&L->mu);
 	snprintf(rows, sizeof(rows), "%llu", (unsigned long long) c->nrows);
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) c->nbytes);
+	params[5] = last ? "t" : "f";
 	if (!conn_command(w->conn, "UPDATE pgsync.table_sync SET rows_copied = rows_copied + $4,"
-					  " bytes_copied = bytes_copied + $5"
+					  " bytes_copied = bytes_copied + $5,"
+					  " state = CASE WHEN $6::boolean THEN 'done' ELSE state END,"
+					  " finished_at = CASE WHEN $6::boolean THEN clock_timestamp() ELSE finished_at END"
 					  " WHERE job = $1 AND schema_name = $2 AND table_name = $3",
-					  5, params, err) ||
+					  6, params, err) ||
 		!conn_command(w->conn, "COMMIT", 0, NULL, err))
 		return false;
 	pthread_mutex_lock(&L->mu);
-	c->t->committed++;
-	claim = c->t->tabledone && c->t->committed == c->t->dispatched && !c->t->claimed;
-	if (claim)
-		c->t->claimed = true;
-	pthread_mutex_unlock(&L->mu);
-	if (claim)
-	{
-		if (!loader_set_state(w->conn, L, c->t, true, err))
-			return false;
-		pthread_mutex_lock(&L->mu);
+	t->committed++;
+	if (last)
 		L->ndone++;
-		pthread_mutex_unlock(&L->mu);
-	}
-	return true;
+	/* TABLEDONE may have been read while this frame committed. */
+	claim = !last && t->tabledone && t->committed == t->dispatched && !t->claimed;
+	if (claim)
+		t->claimed = true;
+	pthread_mutex_unlock(&L->mu);
+	return !claim || claim_done(L, w->conn, t, err);
 }
 
 /* Handle one chunk; false with err filled when the frame failed. */
