@@ -72,7 +72,10 @@ bench_warm() {
 
 # wait_sql URL CONDITION TIMEOUT_S: poll CONDITION (an SQL boolean) inside the
 # server every 10 ms over one connection, so waiting costs no process starts.
-# Fails when TIMEOUT_S passes first.
+# Fails when TIMEOUT_S passes first. Each poll commits: one transaction over
+# the whole wait would hold back the target's xmin, so the contender being
+# waited for could not prune the versions of the rows it updates, and a
+# subscription applying hot rows would slow down many times over.
 wait_sql() {
 	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" >/dev/null 2>&1 <<SQL
 DO \$bench\$
@@ -81,6 +84,7 @@ BEGIN
   LOOP
     EXIT WHEN ($2);
     IF clock_timestamp() > deadline THEN RAISE EXCEPTION 'timed out'; END IF;
+    COMMIT;
     PERFORM pg_sleep(0.01);
   END LOOP;
 END
