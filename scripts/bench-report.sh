@@ -54,7 +54,7 @@ bench_report() {
 		"durability: " + ([.results[] | "\(.contender): \(.durability)"] | join("; "))
 	),
 	"",
-	"vs builtin: built-in subscription time / contender time (above 1: faster than the subscription)."
+	"vs builtin: time of the built-in subscription with its default settings (builtin-async where both run) / contender time (above 1: faster)."
 	' "$1"
 }
 

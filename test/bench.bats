@@ -115,7 +115,7 @@ smoke() {
 		| (.wall_s > 0) and (.rows > 0) and (.rows_per_s >= 0) and (.speedup_vs_builtin > 0)
 		  and (.durability | length > 0)] | (length > 0) and all' "$json"
 	[ "$status" -eq 0 ]
-	run jq -e '[.scenarios[] | select(.name != "steady") | .results[] | select(.contender == "builtin") | .speedup_vs_builtin] | all(. == 1)' "$json"
+	run jq -e '[.scenarios[] | select(.name != "steady") | .baseline as $b | .results[] | select(.contender == $b) | .speedup_vs_builtin] | all(. == 1)' "$json"
 	[ "$status" -eq 0 ]
 }
 
