@@ -255,13 +255,21 @@ applied_of() {
 	big_txn 400000 kill_walcat
 	pgbench_round 100
 	local wpid apid arc=0
+	# An always-firing trigger holds the copy of the big transaction at its
+	# 1,000th row for a few seconds: pg-walcat is then stuck writing the
+	# rest of it (the pipe and pg-apply's read-ahead hold far less).
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(tgt_db kill_walcat)" <<'SQL'
+CREATE FUNCTION public.hold_once() RETURNS trigger LANGUAGE plpgsql AS
+	$$BEGIN IF NEW.aid = 1000 AND NEW.filler = 'kill_walcat' THEN PERFORM pg_sleep(5); END IF; RETURN NEW; END$$;
+CREATE TRIGGER hold_once BEFORE INSERT ON pgbench_history FOR EACH ROW EXECUTE FUNCTION public.hold_once();
+ALTER TABLE pgbench_history ENABLE ALWAYS TRIGGER hold_once;
+SQL
 	start_pipeline kill_walcat
-	# pg-apply is copying the big transaction while pg-walcat is still
-	# writing it (the pipe holds far less than the transaction).
-	wait_until 30 copying_in kill_walcat
+	wait_until 30 eval '[ "$(psql_at tgt -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '"'kill_walcat'"' AND wait_event = '"'PgSleep'"'")" = 1 ]'
 	kill -9 "$wpid"
 	wait "$wpid" || true
 	wait "$apid" || arc=$?
+	psql -X -q -d "$(tgt_db kill_walcat)" -c "DROP TRIGGER hold_once ON pgbench_history"
 	[ "$arc" -eq 1 ]
 	grep -q "error: -: stream truncated in transaction [0-9]* at line" "$BATS_TEST_TMPDIR/a.log"
 	[ "$(big_rows_in kill_walcat)" = 0 ]
