@@ -34,6 +34,15 @@ log_has() {
 	grep -qF -- "$2" "$BATS_FILE_TMPDIR/$1.run.log"
 }
 
+# descendants PID: every process below PID, parents before children.
+descendants() {
+	local p
+	for p in $(ps -o pid= --ppid "$1"); do
+		echo "$p"
+		descendants "$p"
+	done
+}
+
 heartbeat_running() {
 	[[ $(psql_at tgt -c "SELECT stopped_at IS NULL FROM pgsync.job_runtime WHERE job = 'rn'") == t ]]
 }
@@ -173,9 +182,13 @@ heartbeat_running() {
 	start_run rn
 	wait_until 20 state_is rn STREAMING
 	wait_until 10 heartbeat_running
-	# Kill the whole job at once, as a power loss would: nobody records a stop.
-	kids=$(ps -o pid= --ppid "$RUN_PID" | tr '\n' ' ')
-	kill -KILL $kids "$RUN_PID"
+	# Kill the whole job at once, as a power loss would: nobody records a
+	# stop. Freeze the tree first, so that no process sees another one die
+	# (a program whose log reader or input vanished would stop cleanly).
+	kill -STOP "$RUN_PID"
+	kids=$(descendants "$RUN_PID")
+	kill -STOP $kids 2>/dev/null || true
+	kill -KILL $kids "$RUN_PID" 2>/dev/null || true
 	wait_run 10
 	run pgs rn status --json
 	echo "$output" | jq -e '.heartbeat.stopped_at == null'
