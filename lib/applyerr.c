@@ -179,7 +179,24 @@ applyerr_check_count(const struct pending *p, const PGresult *res, struct apply_
 	long n = tag[0] ? strtol(tag, NULL, 10) : -1;
 	char l[LSN_BUFSZ];
 
-	if (p->kind == PK_CHANGE && (p->op == 'U' || p->op == 'D') && n != 1)
+	if (p->kind == PK_CHANGE && p->nrows > 1 && n != p->nrows)
+	{
+		char keys[600];
+		size_t o = 0;
+
+		keys[0] = '\0';
+		for (int i = 0; i < p->rel->ncols && o + 4 < sizeof(keys); i++)
+			if (p->rel->cols[i].key)
+				o += (size_t) snprintf(keys + o, sizeof(keys) - o, "%s%s", o ? ", " : "", p->rel->cols[i].name);
+		apply_err_set(err, EXIT_UNSUPPORTED,
+					  n < p->nrows
+					  ? "cannot apply update to %s: no row on the target matches key (%s) for %ld of %d merged updates, the last of source transaction %llu (commit LSN %s)"
+					  : "cannot apply update to %s: more rows on the target than updates match key (%s) (%ld for %d merged updates), the last of source transaction %llu (commit LSN %s)",
+					  p->rel->display, keys, n < p->nrows ? (long) p->nrows - n : n, p->nrows,
+					  (unsigned long long) p->xid, lsn_format(p->commit_lsn, l));
+		return false;
+	}
+	if (p->kind == PK_CHANGE && p->nrows <= 1 && (p->op == 'U' || p->op == 'D') && n != 1)
 	{
 		char keys[600];
 		size_t o = 0;

@@ -27,6 +27,7 @@ struct pending {
 	struct rc_rel *rel;
 	uint64_t xid;
 	lsn_t commit_lsn;
+	uint16_t nrows;				/* UPDATE of several held rows at once: how many */
 };
 
 /* Fill err from a failed result of p. */

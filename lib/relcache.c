@@ -376,6 +376,62 @@ where_sql(const struct rc_rel *rel, const char *sig, int first, struct buf *sql)
 	}
 }
 
+int
+relcache_sig_rows(const char *sig)
+{
+	return sig[0] == 'V' ? (unsigned char) sig[1] : 1;
+}
+
+/*
+ * Several rows' updates in one statement (signature op V, row count in
+ * the kind's place): a VALUES list, every value cast to its column's type
+ * as the single-row statement's parameters are, joined on the key.
+ * Parameters: per row, each SET or key column once, in column order.
+ */
+static void
+multi_update_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
+{
+	int rows = relcache_sig_rows(sig), p = 1;
+	bool any = false;
+
+	buf_printf(sql, "UPDATE %s AS t SET ", rel->qname);
+	for (int i = 0; i < rel->ncols; i++)
+		if (sig[2 + 2 * i] == 's')
+		{
+			buf_printf(sql, "%s%s = v.c%d", any ? ", " : "", rel->cols[i].qname, i);
+			any = true;
+		}
+	buf_puts(sql, " FROM (VALUES ");
+	for (int r = 0; r < rows; r++)
+	{
+		any = false;
+		buf_puts(sql, r ? ", (" : "(");
+		for (int i = 0; i < rel->ncols; i++)
+			if (sig[2 + 2 * i] == 's' || sig[3 + 2 * i] == 'v')
+			{
+				buf_printf(sql, "%s$%d::%s", any ? ", " : "", p++, rel->cols[i].type);
+				any = true;
+			}
+		buf_putc(sql, ')');
+	}
+	buf_puts(sql, ") AS v (");
+	any = false;
+	for (int i = 0; i < rel->ncols; i++)
+		if (sig[2 + 2 * i] == 's' || sig[3 + 2 * i] == 'v')
+		{
+			buf_printf(sql, "%sc%d", any ? ", " : "", i);
+			any = true;
+		}
+	buf_puts(sql, ") WHERE ");
+	any = false;
+	for (int i = 0; i < rel->ncols; i++)
+		if (sig[3 + 2 * i] == 'v')
+		{
+			buf_printf(sql, "%st.%s = v.c%d", any ? " AND " : "", rel->cols[i].qname, i);
+			any = true;
+		}
+}
+
 void
 relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 {
@@ -383,6 +439,11 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	bool any = false;
 
 	buf_reset(sql);
+	if (sig[0] == 'V')
+	{
+		multi_update_sql(rel, sig, sql);
+		return;
+	}
 	if (sig[0] == 'I')
 	{
 		if (rel->ncols == 0)
@@ -453,7 +514,9 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 	snprintf(s->name, sizeof(s->name), "pgsync_%u", ++rc->stmt_counter);
 	s->nparams = 0;
 	for (int i = 0; i < rel->ncols; i++)
-		s->nparams += (sig[2 + 2 * i] == 's') + (sig[3 + 2 * i] == 'v');
+		s->nparams += sig[0] == 'V' ? (sig[2 + 2 * i] == 's' || sig[3 + 2 * i] == 'v')
+			: (sig[2 + 2 * i] == 's') + (sig[3 + 2 * i] == 'v');
+	s->nparams *= relcache_sig_rows(sig);
 	s->next = rel->stmts;
 	rel->stmts = s;
 	rel->nstmts++;

@@ -38,6 +38,7 @@ struct rc_col {
  * A statement signature: op (I U D T), kind (- N K O), then per column a SET
  * mark ('s' set, '-' not) and a WHERE mark ('v' compare, 'n' IS NULL, '-').
  * Parameters are the SET columns in column order, then the 'v' columns.
+ * Op V updates several rows by key (see relcache_sig_rows).
  */
 struct rc_stmt {
 	uint64_t hash;
@@ -102,6 +103,12 @@ struct rc_stmt *relcache_stmt(struct relcache *rc, struct rc_rel *rel,
 
 /* SQL text for a signature (for unnamed execution). */
 void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);
+
+/*
+ * Rows a statement changes: 1, or for op V (an update of several rows at
+ * once, whose signature holds the row count as its second byte) that count.
+ */
+int relcache_sig_rows(const char *sig);
 
 /* "(id, region)": the columns a signature looks rows up by. */
 void relcache_where_cols(const struct rc_rel *rel, const char *sig, struct buf *out);

@@ -337,6 +337,75 @@ merge_stream() {
 	wait_until 10 n_upd_is mg_no 101
 }
 
+# multi_stream SLOT TABLE ROWS: one transaction updating rows 1..ROWS of TABLE
+# (id, c char(5), v varchar(10), n numeric(6,2), j json, a int[], t timestamptz, b bytea, u uuid).
+multi_stream() {
+	printf 'PGCS\t1\t46\t1\t%s\t0/100\n' "$1"
+	printf 'RELATION\tpublic\t%s\t1\td\t9\tid\t23\t-1\tk\tc\t1042\t9\t-\tv\t1043\t14\t-\tn\t1700\t393222\t-\tj\t114\t-1\t-\ta\t1007\t-1\t-\tt\t1184\t-1\t-\tb\t17\t-1\t-\tu\t2950\t-1\t-\n' "$2"
+	printf 'BEGIN\t1\t0/200\t%s\n' "$T0"
+	for i in $(seq 1 "$3"); do
+		printf 'UPDATE\tpublic\t%s\tN\t%d\tc%d\tv\\t%d\t%d.25\t{"k": [%d, null]}\t{%d,NULL,3}\t2026-01-%02d 10:00:00+00\t\\\\x00ff%02x\t00000000-0000-0000-0000-%012d\n' \
+			"$2" "$i" "$((i % 10))" "$i" "$i" "$i" "$i" "$((i % 28 + 1))" "$((i % 256))" "$i"
+	done
+	printf 'COMMIT\t1\t0/200\t0/210\t%s\n' "$T0"
+}
+
+@test "merged updates of many rows go out several to a statement and give what one by one gives, every type" {
+	for t in mm_a mm_b; do
+		q "CREATE TABLE $t (id int PRIMARY KEY, c char(5), v varchar(10), n numeric(6,2), j json, a int[], t timestamptz, b bytea, u uuid)"
+		q "INSERT INTO $t (id) SELECT generate_series(1, 45)"
+	done
+	run pg-apply -d "$tgt_URL" --log-level debug < <(multi_stream mm_a_slot mm_a 45)
+	[ "$status" -eq 0 ]
+	# 45 rows: one statement of 32, one of 8 and five single rows.
+	[[ $output == *'FROM (VALUES ($1::pg_catalog.int4'* ]]
+	run pg-apply -d "$tgt_URL" --no-merge-updates < <(multi_stream mm_b_slot mm_b 45)
+	[ "$status" -eq 0 ]
+	[ "$(table_checksum "$tgt_URL" mm_a)" = "$(table_checksum "$tgt_URL" mm_b)" ]
+	run q "SELECT c || '|' || v || '|' || n || '|' || (j->'k'->>0) || '|' || a[1] || '|' || encode(b, 'hex') FROM mm_a WHERE id = 12"; [ "$output" = "c2|v	12|12.25|12|12|00ff0c" ]
+	wait_until 10 n_upd_is mm_a 45
+}
+
+@test "a merged update of several rows: a value that does not fit, or a missing row, exits 5 and applies nothing" {
+	q "CREATE TABLE mf (id int PRIMARY KEY, v varchar(3)); INSERT INTO mf SELECT g, 'x' FROM generate_series(1, 10) g"
+	run pgapply <<EOF
+PGCS→1→47→1→mf_slot→0/100
+RELATION→public→mf→1→d→2→id→23→-1→k→v→1043→7→-
+BEGIN→1→0/200→$T0
+UPDATE→public→mf→N→1→a
+UPDATE→public→mf→N→2→b
+UPDATE→public→mf→N→3→c
+UPDATE→public→mf→N→4→d
+UPDATE→public→mf→N→5→toolong
+UPDATE→public→mf→N→6→f
+UPDATE→public→mf→N→7→g
+UPDATE→public→mf→N→8→h
+COMMIT→1→0/200→0/210→$T0
+EOF
+	[ "$status" -eq 5 ]
+	[[ $output == *"cannot apply update to public.mf: value too long for type character varying(3) (column \"v\", SQLSTATE 22001)"* ]]
+	[[ $output != *toolong* ]]
+	[ "$(q "SELECT count(*) FROM mf WHERE v = 'x'")" = 10 ]
+	q "DELETE FROM mf WHERE id = 4"
+	run pgapply <<EOF
+PGCS→1→47→1→mf_slot→0/100
+RELATION→public→mf→1→d→2→id→23→-1→k→v→1043→7→-
+BEGIN→2→0/300→$T0
+UPDATE→public→mf→N→1→a
+UPDATE→public→mf→N→2→b
+UPDATE→public→mf→N→3→c
+UPDATE→public→mf→N→4→d
+UPDATE→public→mf→N→5→e
+UPDATE→public→mf→N→6→f
+UPDATE→public→mf→N→7→g
+UPDATE→public→mf→N→8→h
+COMMIT→2→0/300→0/310→$T0
+EOF
+	[ "$status" -eq 5 ]
+	[[ $output == *"cannot apply update to public.mf: no row on the target matches key (id) for 1 of 8 merged updates, the last of source transaction 2 (commit LSN 0/300)"* ]]
+	[ "$(q "SELECT count(*) FROM mf WHERE v = 'x'")" = 9 ]
+}
+
 @test "updates are applied one by one where merging could be seen: another unique index, an always trigger, a rule" {
 	q "CREATE TABLE mu (id int PRIMARY KEY, n int UNIQUE, doc text)"
 	q "CREATE TABLE mt (id int PRIMARY KEY, n int, doc text); CREATE TABLE mt_log (n int)"
