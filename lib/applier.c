@@ -1,4 +1,4 @@
-#include "applier.h"
+#include "applier_int.h"
 #include "applyerr.h"
 #include "buf.h"
 #include "coalesce.h"
@@ -14,76 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Results in flight. Each costs the server about 25 bytes of output, so the
- * ring stays far below socket buffer sizes and the server never blocks
- * writing results while we block writing statements.
- */
-#define RING_SIZE 4096
-/* Look at arrived results every this many statements. */
-#define CONSUME_EVERY 64
-/* Buffered insert run bytes that switch to COPY even below the row count. */
-#define RUN_BYTES_MAX (256 * 1024)
-#define COPY_CHUNK (64 * 1024)
-
-#define PROGRESS_STMT "pgsync_progress"
-
-/*
- * A row changed many times in one target transaction piles up versions that
- * cannot be pruned before commit, and every later change walks them all:
- * the batch turns quadratic (pgbench's branches row). A fixed table of key
- * hashes counts changes per row; past HOT_ROW_LIMIT the batch asks to be
- * committed at the next source transaction boundary.
- */
-#define HOT_SLOTS 1024
-#define HOT_ROW_LIMIT 64
-
-/*
- * Updates held back for merging (lib/coalesce.h): opts->held_bytes bounds
- * their bytes, the row limit the index. Full means sent, not refused.
- */
-#define HELD_ROWS 32768
-
-struct applier {
-	PGconn *conn, *meta;
-	struct relcache *rc;
-	const char *job;
-	int copy_threshold;
-
-	struct pending ring[RING_SIZE];
-	size_t head, npend;
-	bool got_current;			/* the head's result arrived; its NULL is next */
-	bool synced;				/* nothing sent since the last Sync */
-	unsigned since_consume;
-
-	bool txn_open;
-	bool in_copy;
-	bool replica_role;			/* session_replication_role = replica is set */
-	bool merge;					/* hold mergeable updates (opts->merge_updates) */
-	int (*side_fd)(void);		/* see applier_opts */
-	void (*side_read)(void);
-	bool cancelled;				/* a stop request cancelled the running statement */
-
-	/* The current run of inserts into one table. */
-	struct rc_rel *run_rel;
-	uint64_t run_gen;
-	uint64_t run_xid;
-	lsn_t run_commit;
-	size_t run_rows;
-	struct buf run_buf;			/* rows not yet sent, COPY text, LF-terminated */
-
-	/* Reused for every row: nothing is allocated per row once warm. */
-	struct buf sig, vals, sql;
-	size_t *offs;
-	const char **params;
-
-	uint64_t rows;
-
-	struct coalesce *held;		/* updates waiting for the end of the batch */
-
-	struct { uint64_t hash; uint32_t count; } hot[HOT_SLOTS];
-	bool hot_row;				/* some row reached HOT_ROW_LIMIT in this batch */
-};
 
 bool
 applier_wants_commit(const struct applier *a)
@@ -293,8 +223,8 @@ sync_all(struct applier *a, struct apply_err *err)
 	return push(a, &p, err) && drain(a, 0, true, err);
 }
 
-static bool
-ensure_txn(struct applier *a, struct apply_err *err)
+bool
+ap_ensure_txn(struct applier *a, struct apply_err *err)
 {
 	if (a->txn_open)
 		return true;
@@ -305,8 +235,8 @@ ensure_txn(struct applier *a, struct apply_err *err)
 /* --- statements -------------------------------------------------------- */
 
 /* Append the decoded value of f as a parameter (NULL for \N). */
-static bool
-add_param(struct applier *a, size_t i, const struct field *f)
+bool
+ap_add_param(struct applier *a, size_t i, const struct field *f)
 {
 	bool isnull;
 	size_t start = a->vals.len;
@@ -334,8 +264,8 @@ fix_params(struct applier *a, size_t base, size_t n)
 }
 
 /* Send the statement of a->sig with the values from base on. */
-static bool
-send_stmt_at(struct applier *a, struct rc_rel *rel, struct pending *p, size_t base, int nparams,
+bool
+ap_send_stmt_at(struct applier *a, struct rc_rel *rel, struct pending *p, size_t base, int nparams,
 			 struct apply_err *err)
 {
 	bool created;
@@ -370,11 +300,11 @@ static bool
 send_stmt(struct applier *a, struct rc_rel *rel, struct pending *p, int nparams,
 		  struct apply_err *err)
 {
-	return send_stmt_at(a, rel, p, 0, nparams, err);
+	return ap_send_stmt_at(a, rel, p, 0, nparams, err);
 }
 
-static bool
-bad_value(struct applier *a, struct rc_rel *rel, const char *op, struct apply_err *err)
+bool
+ap_bad_value(struct applier *a, struct rc_rel *rel, const char *op, struct apply_err *err)
 {
 	apply_err_set(err, EXIT_UNSUPPORTED, "cannot apply %s to %s: malformed value", op, rel->display);
 	return false;
@@ -395,14 +325,14 @@ insert_row(struct applier *a, struct rc_rel *rel, const struct field *v, uint64_
 	{
 		buf_putc(&a->sig, 's');
 		buf_putc(&a->sig, '-');
-		if (!add_param(a, (size_t) i, &v[i]))
-			return bad_value(a, rel, "insert", err);
+		if (!ap_add_param(a, (size_t) i, &v[i]))
+			return ap_bad_value(a, rel, "insert", err);
 	}
 	return send_stmt(a, rel, &p, rel->ncols, err);
 }
 
-static bool
-update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec,
+bool
+ap_update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec,
 			  uint64_t xid, lsn_t commit_lsn, struct apply_err *err)
 {
 	bool upd = rec->type == SR_UPDATE;
@@ -447,11 +377,11 @@ update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec
 	hot_count(a, rel, where);
 	buf_reset(&a->vals);
 	for (int i = 0; i < rel->ncols; i++)
-		if (a->sig.data[2 + 2 * i] == 's' && !add_param(a, (size_t) n++, upd ? &rec->newv[i] : &where[i]))
-			return bad_value(a, rel, upd ? "update" : "delete", err);
+		if (a->sig.data[2 + 2 * i] == 's' && !ap_add_param(a, (size_t) n++, upd ? &rec->newv[i] : &where[i]))
+			return ap_bad_value(a, rel, upd ? "update" : "delete", err);
 	for (int i = 0; i < rel->ncols; i++)
-		if (a->sig.data[3 + 2 * i] == 'v' && !add_param(a, (size_t) n++, &where[i]))
-			return bad_value(a, rel, upd ? "update" : "delete", err);
+		if (a->sig.data[3 + 2 * i] == 'v' && !ap_add_param(a, (size_t) n++, &where[i]))
+			return ap_bad_value(a, rel, upd ? "update" : "delete", err);
 	return send_stmt(a, rel, &p, n, err);
 }
 
@@ -552,8 +482,8 @@ run_as_statements(struct applier *a, struct apply_err *err)
 	return ok;
 }
 
-static bool
-end_run(struct applier *a, struct apply_err *err)
+bool
+ap_end_run(struct applier *a, struct apply_err *err)
 {
 	bool ok;
 
@@ -578,202 +508,6 @@ run_add(struct applier *a, const struct sr_record *rec, struct apply_err *err)
 	return true;
 }
 
-/* --- held updates ----------------------------------------------------- */
-
-/*
- * May this update wait for the end of the batch, merged with the row's
- * other updates? Only when the merge cannot be observed: the key stays (a
- * plain UPDATE, kind N, with every key value present), no unique index but
- * the key's can be violated in between (rows of different keys commute),
- * and no trigger or rule would see the individual changes.
- */
-static bool
-mergeable(const struct applier *a, const struct rc_rel *rel, const struct sr_record *rec)
-{
-	if (!a->merge || rec->type != SR_UPDATE || rec->kind != 'N' || !rel->merge_ok)
-		return false;
-	if (a->replica_role ? rel->trig_replica : rel->trig_origin)
-		return false;
-	for (int i = 0; i < rel->ncols; i++)
-		if (rel->cols[i].key &&
-			(field_is_null(rec->newv[i].p, rec->newv[i].n) || field_is_unchanged(rec->newv[i].p, rec->newv[i].n)))
-			return false;
-	return true;
-}
-
-static bool
-hold(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn)
-{
-	size_t before = coalesce_rows(a->held);
-
-	if (!coalesce_put(a->held, rel, rel->ncols, rel->keymask, rec->newv, xid, commit_lsn))
-		return false;
-	rel->held += (uint32_t) (coalesce_rows(a->held) - before);
-	return true;
-}
-
-/* Forget the held rows (sent, or abandoned with the batch). */
-static void
-drop_held(struct applier *a)
-{
-	struct co_row row;
-	size_t cur = 0;
-
-	while (coalesce_next(a->held, &cur, &row))
-		((struct rc_rel *) row.rel)->held = 0;
-	coalesce_reset(a->held);
-}
-
-/*
- * Held rows go out several at a time: one UPDATE ... FROM (VALUES ...) per
- * run of rows of one table with the same columns saves the target most of
- * the per-statement work (about a third of an update's cost). Run lengths
- * with a prepared statement, largest first; the rest go one by one.
- */
-static const int multi_rows[] = {32, 8, 1};
-/* Values of one statement at most (a->offs holds 2 x SR_MAX_COLS). */
-#define MULTI_VALUES (2 * SR_MAX_COLS)
-
-/* The multi-row signature of a held row into a->sig (row count 0 for now);
- * returns the values per row. */
-static int
-held_sig(struct applier *a, const struct rc_rel *rel, const struct field *v)
-{
-	int nset = 0, per_row = 0;
-
-	buf_reset(&a->sig);
-	buf_putc(&a->sig, 'V');
-	buf_putc(&a->sig, 0);
-	for (int i = 0; i < rel->ncols; i++)
-	{
-		char set = !rel->cols[i].key && !field_is_unchanged(v[i].p, v[i].n) ? 's' : '-';
-
-		nset += set == 's';
-		buf_putc(&a->sig, set);
-		buf_putc(&a->sig, rel->cols[i].key ? 'v' : '-');
-	}
-	/* Only unchanged values: set the key to itself, as update_delete does. */
-	for (int i = 0; i < rel->ncols; i++)
-	{
-		if (nset == 0 && rel->cols[i].key)
-			a->sig.data[2 + 2 * i] = 's';
-		per_row += a->sig.data[2 + 2 * i] == 's' || rel->cols[i].key;
-	}
-	return per_row;
-}
-
-/* Send the n rows whose values a->vals holds, in statements of multi_rows. */
-static bool
-send_rows(struct applier *a, struct rc_rel *rel, int n, int per_row, uint64_t xid, lsn_t commit_lsn,
-		  struct apply_err *err)
-{
-	for (int done = 0, k = 0; done < n;)
-	{
-		int rows = multi_rows[k];
-		struct pending p = {.kind = PK_CHANGE, .op = 'U', .kind2 = 'N', .rel = rel, .xid = xid,
-							.commit_lsn = commit_lsn, .nrows = (uint16_t) rows};
-
-		if (n - done < rows || rows * per_row > MULTI_VALUES)
-		{
-			k++;
-			continue;
-		}
-		a->sig.data[1] = (char) rows;
-		if (!send_stmt_at(a, rel, &p, (size_t) (done * per_row), rows * per_row, err))
-			return false;
-		done += rows;
-	}
-	return true;
-}
-
-/* Send every held update, each row once with its newest values. */
-static bool
-send_held(struct applier *a, struct apply_err *err)
-{
-	struct co_row row;
-	struct rc_rel *rel = NULL;
-	struct buf sig = BUF_INIT;	/* the run's signature */
-	size_t cur = 0, nv = 0;
-	int n = 0, per_row = 0, max_rows = 0;
-	uint64_t xid = 0;
-	lsn_t commit_lsn = 0;
-	bool ok;
-
-	if (coalesce_rows(a->held) == 0)
-		return true;
-	ok = end_run(a, err) && ensure_txn(a, err);
-	buf_reset(&a->vals);
-	while (ok && coalesce_next(a->held, &cur, &row))
-	{
-		struct rc_rel *r = row.rel;
-		bool text_key = false;
-
-		for (int i = 0; i < r->ncols; i++)
-			text_key |= r->cols[i].key && r->cols[i].text_cmp;
-		if (text_key)
-		{
-			/* Keys compared as text: the single-row statement knows how. */
-			struct sr_record rec = {.type = SR_UPDATE, .kind = 'N', .newv = row.vals};
-
-			if (n > 0)
-			{
-				buf_reset(&a->sig);
-				buf_append(&a->sig, sig.data, sig.len);
-				ok = send_rows(a, rel, n, per_row, xid, commit_lsn, err);
-				n = 0;
-				buf_reset(&a->vals);
-				nv = 0;
-			}
-			ok = ok && update_delete(a, r, &rec, row.xid, row.commit_lsn, err);
-			buf_reset(&a->vals);
-			continue;
-		}
-		held_sig(a, r, row.vals);
-		if (n > 0 && (r != rel || a->sig.len != sig.len || memcmp(a->sig.data + 2, sig.data + 2, sig.len - 2) != 0 ||
-					  n == max_rows))
-		{
-			struct buf mine = a->sig;
-
-			/* Flush the run in its own signature, then carry on with this row's. */
-			a->sig = sig;
-			ok = send_rows(a, rel, n, per_row, xid, commit_lsn, err);
-			sig = a->sig;
-			a->sig = mine;
-			n = 0;
-			buf_reset(&a->vals);
-			nv = 0;
-			if (!ok)
-				break;
-		}
-		if (n == 0)
-		{
-			rel = r;
-			per_row = held_sig(a, r, row.vals);
-			max_rows = MULTI_VALUES / (per_row > 0 ? per_row : 1);
-			if (max_rows > multi_rows[0])
-				max_rows = multi_rows[0];
-			buf_reset(&sig);
-			buf_append(&sig, a->sig.data, a->sig.len);
-		}
-		for (int i = 0; ok && i < r->ncols; i++)
-			if (sig.data[2 + 2 * i] == 's' || r->cols[i].key)
-				if (!add_param(a, nv++, &row.vals[i]))
-					ok = bad_value(a, r, "update", err);
-		xid = row.xid;
-		commit_lsn = row.commit_lsn;
-		n++;
-	}
-	if (ok && n > 0)
-	{
-		buf_reset(&a->sig);
-		buf_append(&a->sig, sig.data, sig.len);
-		ok = send_rows(a, rel, n, per_row, xid, commit_lsn, err);
-	}
-	buf_free(&sig);
-	drop_held(a);
-	return ok;
-}
-
 /* --- public ------------------------------------------------------------ */
 
 static struct rc_rel *
@@ -785,7 +519,7 @@ resolve(struct applier *a, struct sr_rel *srel, struct apply_err *err)
 	if (r != NULL && r->gen == srel->gen)
 		return r;
 	/* Buffered and held rows are in the old layout: send them first. */
-	if (r != NULL && (!end_run(a, err) || !send_held(a, err)))
+	if (r != NULL && (!ap_end_run(a, err) || !held_send(a, err)))
 		return NULL;
 	/* Pending results may point at statements about to be replaced. */
 	if (a->npend > 0 && !drain(a, 0, true, err))
@@ -803,7 +537,7 @@ truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_
 	for (size_t i = 0; i < rec->ntrunc; i++)
 		if (resolve(a, rec->trunc_rels[i], err) == NULL)
 			return false;
-	if (!end_run(a, err) || !send_held(a, err) || !ensure_txn(a, err) || !room(a, 1, err))
+	if (!ap_end_run(a, err) || !held_send(a, err) || !ap_ensure_txn(a, err) || !room(a, 1, err))
 		return false;
 	buf_reset(&a->sql);
 	buf_puts(&a->sql, "TRUNCATE ");
@@ -830,11 +564,11 @@ insert(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint6
 {
 	/* A held row whose key comes back was deleted in between: in order. */
 	if (rel->held > 0 && coalesce_has(a->held, rel, rel->ncols, rel->keymask, rec->newv) &&
-		!send_held(a, err))
+		!held_send(a, err))
 		return false;
 	if (a->run_rel == rel && a->run_gen == rel->gen)
 		return run_add(a, rec, err);
-	if (!end_run(a, err) || !ensure_txn(a, err))
+	if (!ap_end_run(a, err) || !ap_ensure_txn(a, err))
 		return false;
 	if (a->copy_threshold > 0 && rel->ncols > 0)
 	{
@@ -863,14 +597,14 @@ applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
 		return false;
 	if (rec->type == SR_INSERT)
 		return insert(a, rel, rec, xid, commit_lsn, err);
-	if (mergeable(a, rel, rec))
+	if (held_mergeable(a, rel, rec))
 	{
-		if (hold(a, rel, rec, xid, commit_lsn))
+		if (held_put(a, rel, rec, xid, commit_lsn))
 			return true;
 		/* Full: send what is held and hold this one; too big alone: send. */
-		if (!send_held(a, err))
+		if (!held_send(a, err))
 			return false;
-		if (hold(a, rel, rec, xid, commit_lsn))
+		if (held_put(a, rel, rec, xid, commit_lsn))
 			return true;
 	}
 	/*
@@ -881,9 +615,9 @@ applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
 	in_order = rel->held == 0 ||
 		(rec->type == SR_DELETE && rec->kind == 'K' &&
 		 !coalesce_has(a->held, rel, rel->ncols, rel->keymask, rec->oldv));
-	if (!end_run(a, err) || (!in_order && !send_held(a, err)) || !ensure_txn(a, err))
+	if (!ap_end_run(a, err) || (!in_order && !held_send(a, err)) || !ap_ensure_txn(a, err))
 		return false;
-	return update_delete(a, rel, rec, xid, commit_lsn, err);
+	return ap_update_delete(a, rel, rec, xid, commit_lsn, err);
 }
 
 bool
@@ -893,7 +627,7 @@ applier_commit(struct applier *a, lsn_t applied, const char *commit_time, struct
 	const char *params[3] = {a->job, lsn_format(applied, l), commit_time};
 	struct pending p = {.kind = PK_PROGRESS};
 
-	if (!end_run(a, err) || !send_held(a, err) || !ensure_txn(a, err) || !room(a, 1, err))
+	if (!ap_end_run(a, err) || !held_send(a, err) || !ap_ensure_txn(a, err) || !room(a, 1, err))
 		return false;
 	if (!PQsendQueryPrepared(a->conn, PROGRESS_STMT, 3, params, NULL, NULL, 0))
 		return lost(a, err);
@@ -910,7 +644,7 @@ applier_commit(struct applier *a, lsn_t applied, const char *commit_time, struct
 bool
 applier_rollback(struct applier *a, struct apply_err *err)
 {
-	drop_held(a);
+	held_drop(a);
 	if (a->in_copy && !copy_end(a, "batch abandoned", err))
 		return false;
 	a->run_rel = NULL;
