@@ -739,6 +739,8 @@ applier_free(struct applier *a)
 	buf_free(&a->sig);
 	buf_free(&a->vals);
 	buf_free(&a->sql);
+	buf_free(&a->run_sig);
+	buf_free(&a->row_sig);
 	free(a->offs);
 	free(a->params);
 	free(a);

@@ -79,6 +79,7 @@ struct applier {
 
 	/* Reused for every row: nothing is allocated per row once warm. */
 	struct buf sig, vals, sql;
+	struct buf run_sig, row_sig;	/* lib/applyheld.c: a run's and a row's signature */
 	size_t *offs;
 	const char **params;
 

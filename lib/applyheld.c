@@ -63,56 +63,79 @@ static const int multi_rows[] = {32, 8, 1};
 /* Values of one statement at most (a->offs holds 2 x SR_MAX_COLS). */
 #define MULTI_VALUES (2 * SR_MAX_COLS)
 
-/* The multi-row signature of a held row into a->sig (row count 0 for now);
+/* The multi-row signature of a held row into sig (row count 0 for now);
  * returns the values per row. */
 static int
-held_sig(struct applier *a, const struct rc_rel *rel, const struct field *v)
+held_sig(struct buf *sig, const struct rc_rel *rel, const struct field *v)
 {
 	int nset = 0, per_row = 0;
 
-	buf_reset(&a->sig);
-	buf_putc(&a->sig, 'V');
-	buf_putc(&a->sig, 0);
+	buf_reset(sig);
+	buf_putc(sig, 'V');
+	buf_putc(sig, 0);
 	for (int i = 0; i < rel->ncols; i++)
 	{
 		char set = !rel->cols[i].key && !field_is_unchanged(v[i].p, v[i].n) ? 's' : '-';
 
 		nset += set == 's';
-		buf_putc(&a->sig, set);
-		buf_putc(&a->sig, rel->cols[i].key ? 'v' : '-');
+		buf_putc(sig, set);
+		buf_putc(sig, rel->cols[i].key ? 'v' : '-');
 	}
 	/* Only unchanged values: set the key to itself, as update_delete does. */
 	for (int i = 0; i < rel->ncols; i++)
 	{
 		if (nset == 0 && rel->cols[i].key)
-			a->sig.data[2 + 2 * i] = 's';
-		per_row += a->sig.data[2 + 2 * i] == 's' || rel->cols[i].key;
+			sig->data[2 + 2 * i] = 's';
+		per_row += sig->data[2 + 2 * i] == 's' || rel->cols[i].key;
 	}
 	return per_row;
 }
 
-/* Send the n rows whose values a->vals holds, in statements of multi_rows. */
+/* Rows of one table with the same columns whose values a->vals holds. */
+struct run {
+	struct rc_rel *rel;
+	int n, per_row, max_rows;
+	size_t nv;
+	uint64_t xid;				/* of the last row, for messages */
+	lsn_t commit_lsn;
+};
+
+/* Send the run (signature a->run_sig) in statements of multi_rows; empty it. */
 static bool
-send_rows(struct applier *a, struct rc_rel *rel, int n, int per_row, uint64_t xid, lsn_t commit_lsn,
-		  struct apply_err *err)
+send_run(struct applier *a, struct run *r, struct apply_err *err)
 {
-	for (int done = 0, k = 0; done < n;)
+	bool ok = true;
+
+	buf_reset(&a->sig);
+	buf_append(&a->sig, a->run_sig.data, a->run_sig.len);
+	for (int done = 0, k = 0; ok && done < r->n;)
 	{
 		int rows = multi_rows[k];
-		struct pending p = {.kind = PK_CHANGE, .op = 'U', .kind2 = 'N', .rel = rel, .xid = xid,
-							.commit_lsn = commit_lsn, .nrows = (uint16_t) rows};
+		struct pending p = {.kind = PK_CHANGE, .op = 'U', .kind2 = 'N', .rel = r->rel, .xid = r->xid,
+							.commit_lsn = r->commit_lsn, .nrows = (uint16_t) rows};
 
-		if (n - done < rows || rows * per_row > MULTI_VALUES)
+		if (r->n - done < rows || rows * r->per_row > MULTI_VALUES)
 		{
 			k++;
 			continue;
 		}
 		a->sig.data[1] = (char) rows;
-		if (!ap_send_stmt_at(a, rel, &p, (size_t) (done * per_row), rows * per_row, err))
-			return false;
+		ok = ap_send_stmt_at(a, r->rel, &p, (size_t) (done * r->per_row), rows * r->per_row, err);
 		done += rows;
 	}
-	return true;
+	r->n = 0;
+	r->nv = 0;
+	buf_reset(&a->vals);
+	return ok;
+}
+
+static bool
+text_key(const struct rc_rel *rel)
+{
+	for (int i = 0; i < rel->ncols; i++)
+		if (rel->cols[i].key && rel->cols[i].text_cmp)
+			return true;
+	return false;
 }
 
 /* Send every held update, each row once with its newest values. */
@@ -120,12 +143,8 @@ bool
 held_send(struct applier *a, struct apply_err *err)
 {
 	struct co_row row;
-	struct rc_rel *rel = NULL;
-	struct buf sig = BUF_INIT;	/* the run's signature */
-	size_t cur = 0, nv = 0;
-	int n = 0, per_row = 0, max_rows = 0;
-	uint64_t xid = 0;
-	lsn_t commit_lsn = 0;
+	struct run run = {0};
+	size_t cur = 0;
 	bool ok;
 
 	if (coalesce_rows(a->held) == 0)
@@ -134,72 +153,43 @@ held_send(struct applier *a, struct apply_err *err)
 	buf_reset(&a->vals);
 	while (ok && coalesce_next(a->held, &cur, &row))
 	{
-		struct rc_rel *r = row.rel;
-		bool text_key = false;
+		struct rc_rel *rel = row.rel;
+		int per_row;
 
-		for (int i = 0; i < r->ncols; i++)
-			text_key |= r->cols[i].key && r->cols[i].text_cmp;
-		if (text_key)
+		if (text_key(rel))
 		{
 			/* Keys compared as text: the single-row statement knows how. */
 			struct sr_record rec = {.type = SR_UPDATE, .kind = 'N', .newv = row.vals};
 
-			if (n > 0)
-			{
-				buf_reset(&a->sig);
-				buf_append(&a->sig, sig.data, sig.len);
-				ok = send_rows(a, rel, n, per_row, xid, commit_lsn, err);
-				n = 0;
-				buf_reset(&a->vals);
-				nv = 0;
-			}
-			ok = ok && ap_update_delete(a, r, &rec, row.xid, row.commit_lsn, err);
+			ok = (run.n == 0 || send_run(a, &run, err)) &&
+				ap_update_delete(a, rel, &rec, row.xid, row.commit_lsn, err);
 			buf_reset(&a->vals);
 			continue;
 		}
-		held_sig(a, r, row.vals);
-		if (n > 0 && (r != rel || a->sig.len != sig.len || memcmp(a->sig.data + 2, sig.data + 2, sig.len - 2) != 0 ||
-					  n == max_rows))
+		per_row = held_sig(&a->row_sig, rel, row.vals);
+		if (run.n > 0 && (rel != run.rel || run.n == run.max_rows || a->row_sig.len != a->run_sig.len ||
+						  memcmp(a->row_sig.data, a->run_sig.data, a->run_sig.len) != 0) &&
+			!(ok = send_run(a, &run, err)))
+			break;
+		if (run.n == 0)
 		{
-			struct buf mine = a->sig;
-
-			/* Flush the run in its own signature, then carry on with this row's. */
-			a->sig = sig;
-			ok = send_rows(a, rel, n, per_row, xid, commit_lsn, err);
-			sig = a->sig;
-			a->sig = mine;
-			n = 0;
-			buf_reset(&a->vals);
-			nv = 0;
-			if (!ok)
-				break;
+			run.rel = rel;
+			run.per_row = per_row;
+			run.max_rows = MULTI_VALUES / (per_row > 0 ? per_row : 1);
+			if (run.max_rows > multi_rows[0])
+				run.max_rows = multi_rows[0];
+			buf_reset(&a->run_sig);
+			buf_append(&a->run_sig, a->row_sig.data, a->row_sig.len);
 		}
-		if (n == 0)
-		{
-			rel = r;
-			per_row = held_sig(a, r, row.vals);
-			max_rows = MULTI_VALUES / (per_row > 0 ? per_row : 1);
-			if (max_rows > multi_rows[0])
-				max_rows = multi_rows[0];
-			buf_reset(&sig);
-			buf_append(&sig, a->sig.data, a->sig.len);
-		}
-		for (int i = 0; ok && i < r->ncols; i++)
-			if (sig.data[2 + 2 * i] == 's' || r->cols[i].key)
-				if (!ap_add_param(a, nv++, &row.vals[i]))
-					ok = ap_bad_value(a, r, "update", err);
-		xid = row.xid;
-		commit_lsn = row.commit_lsn;
-		n++;
+		for (int i = 0; ok && i < rel->ncols; i++)
+			if ((a->run_sig.data[2 + 2 * i] == 's' || rel->cols[i].key) && !ap_add_param(a, run.nv++, &row.vals[i]))
+				ok = ap_bad_value(a, rel, "update", err);
+		run.xid = row.xid;
+		run.commit_lsn = row.commit_lsn;
+		run.n++;
 	}
-	if (ok && n > 0)
-	{
-		buf_reset(&a->sig);
-		buf_append(&a->sig, sig.data, sig.len);
-		ok = send_rows(a, rel, n, per_row, xid, commit_lsn, err);
-	}
-	buf_free(&sig);
+	if (ok && run.n > 0)
+		ok = send_run(a, &run, err);
 	held_drop(a);
 	return ok;
 }
-
