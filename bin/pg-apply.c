@@ -17,6 +17,7 @@
 #include "relcache.h"
 #include "sig.h"
 #include "snapload.h"
+#include "srcstatus.h"
 #include "streamread.h"
 
 #include <errno.h>
@@ -45,8 +46,8 @@ static const char usage_text[] =
 	"usage: pg-apply [-d CONNINFO] [--job NAME] [--checkpoint FILE] [-j N]\n"
 	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
 	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
-	"                [--copy-threshold ROWS] [--no-merge-updates] [--log-level LEVEL]\n"
-	"                [--json] [FILE...]\n";
+	"                [--copy-threshold ROWS] [--no-merge-updates] [--connection-file FILE]\n"
+	"                [--log-level LEVEL] [--json] [FILE...]\n";
 
 static const char help_text[] =
 	"\n"
@@ -64,6 +65,8 @@ static const char help_text[] =
 	"      --heartbeat-interval=DURATION  pgsync.job_runtime update interval (10s, 0: off)\n"
 	"      --copy-threshold=ROWS      insert run length that switches to COPY (32, 0: never)\n"
 	"      --no-merge-updates         send every update, even of a row updated again in the batch\n"
+	"      --connection-file=FILE     report the source connection's state that\n"
+	"                                 pg-walcat --connection-file keeps in FILE\n"
 	"      --log-level=LEVEL          debug, info, warning or error (info)\n"
 	"      --json                     log JSON lines\n"
 	"  -h, --help                     show this help\n"
@@ -71,7 +74,7 @@ static const char help_text[] =
 
 struct app {
 	/* options */
-	const char *conninfo, *job_opt, *checkpoint_path;
+	const char *conninfo, *job_opt, *checkpoint_path, *conn_file;
 	int jobs, copy_threshold;
 	bool no_merge;
 	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
@@ -179,8 +182,12 @@ read_ahead(void)
 static void
 heartbeat(bool force, bool stopped, const char *state)
 {
+	struct src_status src;
+	bool known = A.conn_file && srcstatus_read(A.conn_file, &src);
 	struct hb_stats st = {
 		.state = state,
+		.connection_state = known ? srcstatus_name(src.state) : NULL,
+		.reconnects = known ? src.reconnects : 0,
 		.source_version = A.source_version[0] ? A.source_version : NULL,
 		.received = A.received,
 		.applied = A.durable,
@@ -690,7 +697,7 @@ run(void)
 
 enum {
 	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
-	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
+	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
 };
 
 static void
@@ -707,6 +714,7 @@ parse_options(int argc, char **argv)
 		{"heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT},
 		{"copy-threshold", required_argument, NULL, OPT_COPY},
 		{"no-merge-updates", no_argument, NULL, OPT_NO_MERGE},
+		{"connection-file", required_argument, NULL, OPT_CONN_FILE},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
@@ -767,6 +775,7 @@ parse_options(int argc, char **argv)
 				A.copy_threshold = (int) v;
 				break;
 			case OPT_NO_MERGE: A.no_merge = true; break;
+			case OPT_CONN_FILE: A.conn_file = optarg; break;
 			case OPT_LOG_LEVEL:
 				if (!log_parse_level(optarg, &level))
 					bad = "--log-level";

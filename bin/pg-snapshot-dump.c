@@ -16,6 +16,7 @@
 #include "slotinfo.h"
 #include "snapplan.h"
 #include "snapworker.h"
+#include "srcstatus.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,8 +30,8 @@ static const char synopsis[] =
 	"usage: pg-snapshot-dump -d SOURCE (--snapshot NAME --position LSN [--slot NAME] | --own-snapshot)\n"
 	"                        (--publication NAME | --table SCHEMA.TABLE...) [--jobs N]\n"
 	"                        [--split-rows N] [--split-by auto|key|ctid] [--frame-size SIZE]\n"
-	"                        [--timeout DURATION] [--progress-file FILE] [-z|--zstd[=LEVEL]]\n"
-	"                        [--json] [-q] [--log-level LEVEL]\n";
+	"                        [--timeout DURATION] [--progress-file FILE] [--connection-file FILE]\n"
+	"                        [-z|--zstd[=LEVEL]] [--json] [-q] [--log-level LEVEL]\n";
 
 static const char options_help[] =
 	"\n"
@@ -52,6 +53,8 @@ static const char options_help[] =
 	"      --frame-size=SIZE       largest frame (default 8MB); memory is about (jobs + 1) x SIZE\n"
 	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
 	"      --progress-file=FILE    rewrite FILE with JSON progress every second\n"
+	"      --connection-file=FILE  keep the source connection's state in FILE, as\n"
+	"                              pg-walcat does, for pg-apply's heartbeat\n"
 	"  -z, --zstd[=LEVEL]          compress the output with zstd (default level 3; 1-19)\n"
 	"      --json                  JSON log lines on stderr\n"
 	"  -q, --quiet                 log warnings and errors only\n"
@@ -80,6 +83,7 @@ struct opts {
 	uint64_t timeout_ms;
 	const char *timeout_arg;
 	const char *progress_file;
+	const char *conn_file;
 	long zstd_level;
 	bool json;
 };
@@ -90,7 +94,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
-		   OPT_TIMEOUT, OPT_PROGRESS, OPT_JSON, OPT_LOG_LEVEL };
+		   OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_JSON, OPT_LOG_LEVEL };
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
 		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
@@ -105,6 +109,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"frame-size", required_argument, NULL, OPT_FRAME},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"progress-file", required_argument, NULL, OPT_PROGRESS},
+		{"connection-file", required_argument, NULL, OPT_CONNFILE},
 		{"zstd", optional_argument, NULL, 'z'},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"quiet", no_argument, NULL, 'q'},
@@ -179,6 +184,7 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->timeout_arg = optarg;
 				break;
 			case OPT_PROGRESS: o->progress_file = optarg; break;
+			case OPT_CONNFILE: o->conn_file = optarg; break;
 			case 'z':
 				o->zstd_level = 3;
 				if (optarg && !parse_int(optarg, 1, 19, &o->zstd_level))
@@ -219,6 +225,26 @@ pg_fatal(int code, const char *what, const struct pgerr *err)
 	if (err->sqlstate[0])
 		log_fatal(code, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
 	log_fatal(code, "%s: %s", what, err->msg);
+}
+
+/*
+ * The source connection's state for --connection-file (see srcstatus.h).
+ * The copy never reconnects: connected while the snapshot is being read,
+ * disconnected before and after. Only the first write, which checks the
+ * path, may fail the run.
+ */
+static void
+report_connection(const struct opts *o, enum src_state state, bool first)
+{
+	struct src_status st = {state, 0};
+	char err[512];
+
+	if (o->conn_file && srcstatus_write(o->conn_file, &st, err, sizeof(err)) != 0)
+	{
+		if (first)
+			usage_error("--connection-file: %s", err);
+		log_warn("%s", err);
+	}
 }
 
 static PGconn *
@@ -520,6 +546,7 @@ main(int argc, char **argv)
 	if (!out_tty_ok(STDOUT_FILENO, (int) o.zstd_level))
 		usage_error("refusing to write compressed output to a terminal");
 	sig_setup();
+	report_connection(&o, SRC_DISCONNECTED, true);
 
 	/* The header's identity comes from the replication protocol. */
 	conn = connect_source(&o, true);
@@ -528,6 +555,7 @@ main(int argc, char **argv)
 	PQfinish(conn);
 
 	conn = open_snapshot(&o, &snapshot_name);
+	report_connection(&o, SRC_CONNECTED, false);
 	version = PQserverVersion(conn);
 	memset(&po, 0, sizeof(po));
 	po.publication = o.publication;
@@ -590,6 +618,7 @@ main(int argc, char **argv)
 		rc = snaprun_error(run, &msg);
 		if (o.progress_file)
 			write_progress_file(&prog, "failed");
+		report_connection(&o, SRC_DISCONNECTED, false);
 		log_error("%s", msg);
 		/* Threads may still be blocked on the output or the network: the
 		 * process ends here, and the source sessions with it. */
@@ -601,6 +630,7 @@ main(int argc, char **argv)
 		log_fatal(EXIT_RUNTIME, "cannot write the output stream");
 	if (o.progress_file)
 		write_progress_file(&prog, "done");
+	report_connection(&o, SRC_DISCONNECTED, false);
 	{
 		uint64_t rows, bytes, ms = now_ms() - prog.start_ms;
 		double estimate;

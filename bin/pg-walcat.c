@@ -13,6 +13,7 @@
 #include "replication.h"
 #include "sig.h"
 #include "slotinfo.h"
+#include "srcstatus.h"
 #include "walsource.h"
 #include "walstream.h"
 
@@ -33,7 +34,7 @@
 static const char synopsis[] =
 	"usage: pg-walcat -d SOURCE --slot NAME --publication NAME[,NAME...] [--start LSN]\n"
 	"                 [--endpos LSN|now] [--ack-file FILE] [--status-interval DURATION]\n"
-	"                 [--heartbeat-interval DURATION] [--spool-dir DIR]\n"
+	"                 [--heartbeat-interval DURATION] [--spool-dir DIR] [--connection-file FILE]\n"
 	"                 [--max-message-bytes SIZE] [-z|--zstd[=LEVEL]] [--no-loop]\n"
 	"                 [--log LEVEL] [--json]\n";
 
@@ -59,6 +60,9 @@ static const char options_help[] =
 	"      --spool-dir=DIR         where streamed in-progress transactions wait for their\n"
 	"                              commit (default $TMPDIR, else /tmp)\n"
 	"      --max-message-bytes=SIZE  largest single change accepted (default 32MB)\n"
+	"      --connection-file=FILE  keep the source connection's state (connected,\n"
+	"                              reconnecting, disconnected) and the number of\n"
+	"                              reconnections in FILE, for pg-apply's heartbeat\n"
 	"  -z, --zstd[=LEVEL]          compress the output with zstd (default level 3)\n"
 	"      --no-loop               exit 1 when the connection is lost instead of reconnecting\n"
 	"      --log=LEVEL             debug, info, warn or error (default info)\n"
@@ -82,6 +86,7 @@ struct opts {
 	lsn_t endpos;
 	bool endpos_now;
 	const char *ack_file;
+	const char *conn_file;
 	uint64_t status_ms;
 	uint64_t heartbeat_ms;
 	const char *spool_dir;
@@ -99,6 +104,8 @@ struct walcat {
 	lsn_t acked;				/* last position the ack file gave */
 	lsn_t acked_sent;			/* ... and the last one told to the server */
 	bool streamed;				/* a session reached START_REPLICATION */
+	uint32_t reconnects;		/* sessions that streamed again after a loss */
+	enum src_state reported;	/* last state written to --connection-file */
 };
 
 /* How a session ended. */
@@ -128,7 +135,7 @@ split_publications(struct opts *o)
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_START = 256, OPT_HEARTBEAT, OPT_SPOOL, OPT_MAXMSG, OPT_NOLOOP, OPT_LOG, OPT_JSON };
+	enum { OPT_START = 256, OPT_HEARTBEAT, OPT_SPOOL, OPT_MAXMSG, OPT_NOLOOP, OPT_LOG, OPT_JSON, OPT_CONNFILE };
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
 		{"slot", required_argument, NULL, 'S'},
@@ -140,6 +147,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"heartbeat-interval", required_argument, NULL, OPT_HEARTBEAT},
 		{"spool-dir", required_argument, NULL, OPT_SPOOL},
 		{"max-message-bytes", required_argument, NULL, OPT_MAXMSG},
+		{"connection-file", required_argument, NULL, OPT_CONNFILE},
 		{"zstd", optional_argument, NULL, 'z'},
 		{"no-loop", no_argument, NULL, OPT_NOLOOP},
 		{"log", required_argument, NULL, OPT_LOG},
@@ -183,6 +191,7 @@ parse_args(int argc, char **argv, struct opts *o)
 					usage_error("invalid --heartbeat-interval \"%s\": expected a duration (0, 30s, 1min)", optarg);
 				break;
 			case OPT_SPOOL: o->spool_dir = optarg; break;
+			case OPT_CONNFILE: o->conn_file = optarg; break;
 			case OPT_MAXMSG:
 				if (!parse_size(optarg, &o->max_message) || o->max_message < 1024 ||
 					o->max_message > (uint64_t) 1 << 30)
@@ -219,6 +228,34 @@ parse_args(int argc, char **argv, struct opts *o)
 	split_publications(o);
 	if (o->endpos != LSN_INVALID && o->start != LSN_INVALID && o->start > o->endpos)
 		usage_error("--start is after --endpos");
+}
+
+/* --- the connection file ------------------------------------------------ */
+
+/*
+ * Tell --connection-file the source connection's state. The first write
+ * (disconnected, at startup) replaces whatever an earlier run left there, so
+ * a file that cannot be written is a configuration error then; later a
+ * failure is only warned about, once per state: monitoring must not stop the
+ * stream.
+ */
+static void
+report_connection(struct walcat *w, enum src_state state, bool first)
+{
+	struct src_status st = {state, w->reconnects};
+	char err[512];
+
+	if (w->o.conn_file == NULL)
+		return;
+	if (srcstatus_write(w->o.conn_file, &st, err, sizeof(err)) == 0)
+		w->reported = state;
+	else if (first)
+		usage_error("--connection-file: %s", err);
+	else if (w->reported != state)
+	{
+		log_warn("%s", err);
+		w->reported = state;
+	}
 }
 
 /* --- the acknowledgement file and status updates ------------------------- */
@@ -722,7 +759,10 @@ session(struct walcat *w)
 	buf_free(&cmd);
 	log_info("streaming from slot \"%s\" at %s (server %d, protocol %d%s)", w->o.slot,
 			 lsn_format(start, a), sv, ro.proto_version, ro.streaming ? ", streaming" : "");
+	if (w->streamed)
+		w->reconnects++;
 	w->streamed = true;
+	report_connection(w, SRC_CONNECTED, false);
 	if (ws_begin_stream(w->ws, w->sysid, timeline, w->o.slot, start, sv) != WS_OK)
 	{
 		end.code = EXIT_DONE;	/* the reader went away */
@@ -775,6 +815,7 @@ run(struct walcat *w)
 			backoff = 1000, attempt = 0;
 		attempt++;
 		delay = backoff / 2 + (uint64_t) random() % (backoff / 2 + 1);
+		report_connection(w, SRC_RECONNECTING, false);
 		log_warn("reconnecting in %.1fs (attempt %d)", (double) delay / 1000.0, attempt);
 		pause_ms(delay);
 		if (sig_stop_requested())
@@ -803,7 +844,9 @@ main(int argc, char **argv)
 	cfg.spool_dir = w.o.spool_dir;
 	cfg.endpos = w.o.endpos;
 	w.ws = ws_new(&cfg, out);
+	report_connection(&w, SRC_DISCONNECTED, true);
 	rc = run(&w);
+	report_connection(&w, SRC_DISCONNECTED, false);
 	if (out_close(out, false) == OUT_ERROR && rc == EXIT_DONE)
 		rc = EXIT_RUNTIME;
 	ws_free(w.ws);

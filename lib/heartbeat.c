@@ -63,11 +63,11 @@ static const char upsert_sql[] =
 	"INSERT INTO pgsync.job_runtime AS r (job, pid, host, version, state, connection_state,"
 	" source_version, received_lsn, applied_lsn, lag_bytes, transactions, changes,"
 	" transactions_per_sec, rows_per_sec, rss_bytes, last_apply_at, last_commit_time,"
-	" heartbeat_interval_s, heartbeat_at, started_at, stopped_at)"
-	" VALUES ($1, $2, $3, $4, $5, 'connected', $6, $7::pg_catalog.pg_lsn, $8::pg_catalog.pg_lsn,"
+	" heartbeat_interval_s, heartbeat_at, started_at, stopped_at, reconnects)"
+	" VALUES ($1, $2, $3, $4, $5, $19, $6, $7::pg_catalog.pg_lsn, $8::pg_catalog.pg_lsn,"
 	" GREATEST($7::pg_catalog.pg_lsn - $8::pg_catalog.pg_lsn, 0), $9, $10, $11, $12, $13,"
 	" pg_catalog.to_timestamp($14::float8), $15::pg_catalog.timestamptz, $16, pg_catalog.now(),"
-	" pg_catalog.to_timestamp($17::float8), CASE WHEN $18 THEN pg_catalog.now() END)"
+	" pg_catalog.to_timestamp($17::float8), CASE WHEN $18 THEN pg_catalog.now() END, $20)"
 	" ON CONFLICT (job) DO UPDATE SET pid = excluded.pid, host = excluded.host,"
 	" version = excluded.version, state = excluded.state,"
 	" connection_state = excluded.connection_state,"
@@ -80,15 +80,15 @@ static const char upsert_sql[] =
 	" last_commit_time = coalesce(excluded.last_commit_time, r.last_commit_time),"
 	" heartbeat_interval_s = excluded.heartbeat_interval_s,"
 	" heartbeat_at = excluded.heartbeat_at, started_at = excluded.started_at,"
-	" stopped_at = excluded.stopped_at";
+	" stopped_at = excluded.stopped_at, reconnects = excluded.reconnects";
 
 void
 heartbeat_tick(struct heartbeat *hb, PGconn *meta, const struct hb_stats *st,
 			   bool force, bool stopped)
 {
 	char pid[24], host[256], recv[LSN_BUFSZ], appl[LSN_BUFSZ], tx[24], rows[24];
-	char tps[32], rps[32], rss[24], applyat[40], interval[24], started[40];
-	const char *params[18];
+	char tps[32], rps[32], rss[24], applyat[40], interval[24], started[40], reconn[16];
+	const char *params[20];
 	uint64_t now = now_ms();
 	double secs;
 	struct pgerr pe;
@@ -130,7 +130,10 @@ heartbeat_tick(struct heartbeat *hb, PGconn *meta, const struct hb_stats *st,
 	params[15] = interval;
 	params[16] = started;
 	params[17] = stopped ? "true" : "false";
-	if (!conn_command(meta, upsert_sql, 18, params, &pe))
+	params[18] = st->connection_state;
+	snprintf(reconn, sizeof(reconn), "%u", (unsigned) (st->reconnects > INT32_MAX ? INT32_MAX : st->reconnects));
+	params[19] = reconn;
+	if (!conn_command(meta, upsert_sql, 20, params, &pe))
 	{
 		/* Once per outage: a monitoring hiccup must not flood the log. */
 		if (!hb->warned)

@@ -17,6 +17,8 @@
 struct hb_stats {
 	const char *state;			/* e.g. STREAMING */
 	const char *source_version;	/* server_version_num from the header, or NULL */
+	const char *connection_state;	/* pg-walcat's source connection, NULL: unknown */
+	uint32_t reconnects;		/* ... and how often it was lost and regained */
 	lsn_t received;				/* highest position read from the stream */
 	lsn_t applied;				/* durable on the target */
 	uint64_t transactions;		/* source transactions applied */

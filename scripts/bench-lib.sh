@@ -9,9 +9,10 @@
 # wal_retrieve_retry_interval: the logical replication launcher starts at
 # most one round of apply workers per interval (5 s by default), so a
 # subscription enabled right after another one's worker started would wait
-# for the benchmark's sake, not its own.
+# for the benchmark's sake, not its own. min_wal_size: a checkpoint keeps the
+# WAL segments it retires for reuse (see bench_prealloc_wal).
 BENCH_SETTINGS=(fsync=on full_page_writes=on synchronous_commit=on
-	shared_buffers=256MB max_wal_size=4GB checkpoint_timeout=30min
+	shared_buffers=256MB min_wal_size=2GB max_wal_size=4GB checkpoint_timeout=30min
 	max_logical_replication_workers=8 max_worker_processes=16
 	wal_retrieve_retry_interval=100ms)
 
@@ -46,6 +47,8 @@ bench_pair() {
 		bench_die "cannot start the target cluster for $1"
 	printf '%s\n' "$dir/src" "$dir/tgt" >>"$BENCH_BASE/.clusters"
 	PAIR_DIR=$dir
+	bench_prealloc_wal "$SRC" "${BENCH_WAL_SEGMENTS:-128}"
+	bench_prealloc_wal "$TGT" "${BENCH_WAL_SEGMENTS:-128}"
 	# What the servers say they run with, for the report (same for every pair).
 	[[ -s $BENCH_BASE/settings.json ]] ||
 		q "$SRC" "SELECT json_object_agg(name, current_setting(name)) FROM pg_settings WHERE name IN
@@ -53,6 +56,23 @@ bench_pair() {
 			 'max_wal_size', 'checkpoint_timeout', 'logical_decoding_work_mem', 'max_sync_workers_per_subscription',
 			 'max_logical_replication_workers', 'wal_compression', 'wal_retrieve_retry_interval')" \
 			>"$BENCH_BASE/settings.json"
+}
+
+# bench_prealloc_wal URL SEGMENTS: have SEGMENTS WAL segment files on disk
+# for reuse. A new cluster creates (and zero-fills) each segment the first
+# time it needs it, and a checkpoint recycles old segments instead: made in
+# advance, the first contender on a pair writes its WAL as the ones after it
+# do, and as on any server that has been running for a while.
+bench_prealloc_wal() {
+	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" >/dev/null <<SQL
+CREATE TABLE bench_wal_warmup (x int);
+DO \$\$ BEGIN
+  -- Each switch ends the current segment, the next insert opens a new one.
+  FOR i IN 1..$2 LOOP INSERT INTO bench_wal_warmup VALUES (i); PERFORM pg_switch_wal(); END LOOP;
+END \$\$;
+DROP TABLE bench_wal_warmup;
+CHECKPOINT;
+SQL
 }
 
 bench_pair_destroy() {

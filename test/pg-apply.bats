@@ -978,9 +978,38 @@ EOF
 	wait_until 10 q_is "SELECT applied_lsn FROM pgsync.job_runtime WHERE job = 'hb_slot'" 0/400
 	first=$(q "SELECT heartbeat_at FROM pgsync.job_runtime WHERE job = 'hb_slot'")
 	wait_until 10 q_is "SELECT heartbeat_at > '$first' FROM pgsync.job_runtime WHERE job = 'hb_slot'" t
-	run q "SELECT pid, state, version, heartbeat_interval_s, rss_bytes > 0, stopped_at IS NULL, source_version IS NULL
-		FROM pgsync.job_runtime WHERE job = 'hb_slot'"
-	[ "$output" = "$pid|STREAMING|0.1.0|1|t|t|t" ]
+	# Without --connection-file nothing is known about the source connection.
+	run q "SELECT pid, state, version, heartbeat_interval_s, rss_bytes > 0, stopped_at IS NULL, source_version IS NULL,
+		connection_state IS NULL, reconnects FROM pgsync.job_runtime WHERE job = 'hb_slot'"
+	[ "$output" = "$pid|STREAMING|0.1.0|1|t|t|t|t|0" ]
+	exec 7>&-
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ]
+}
+
+@test "--connection-file: each heartbeat reports the producer's connection state and reconnects; an unreadable file is unknown" {
+	local fifo=$BATS_TEST_TMPDIR/in f=$BATS_TEST_TMPDIR/connection pid
+	mkfifo "$fifo"
+	printf 'reconnecting\t3\n' >"$f"
+	pg-apply -d "$tgt_URL" --heartbeat-interval 1s --connection-file "$f" <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
+	exec 7>"$fifo"
+	pgcs /dev/fd/7 <<EOF
+PGCS→1→36→1→cf_slot→0/100
+POSITION→0/400→$T0
+EOF
+	local sql="SELECT coalesce(connection_state, 'NULL') || '/' || reconnects FROM pgsync.job_runtime WHERE job = 'cf_slot'"
+	wait_until 10 q_is "$sql" reconnecting/3
+	printf 'connected\t4\n' >"$f"
+	wait_until 10 q_is "$sql" connected/4
+	printf 'garbage\n' >"$f"
+	wait_until 10 q_is "$sql" NULL/0
+	printf 'disconnected\t4\n' >"$f"
+	wait_until 10 q_is "$sql" disconnected/4
+	rm "$f"
+	wait_until 10 q_is "$sql" NULL/0
 	exec 7>&-
 	local rc=0
 	wait "$pid" || rc=$?

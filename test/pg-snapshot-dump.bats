@@ -414,6 +414,22 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	wait_until 10 eval '[ -z "$(psql_at src -c "SELECT 1 FROM pg_stat_activity WHERE application_name = '"'pg-snapshot-dump'"'")" ]'
 }
 
+@test "--connection-file says connected while the copy reads the source and disconnected after; an unwritable one is exit 2" {
+	local f=$BATS_TEST_TMPDIR/connection outf=$BATS_TEST_TMPDIR/out.pgcs
+	printf 'connected\t5\n' >"$f"
+	# The reader is held, so the copy is still connected when the file is read.
+	pg-snapshot-dump -d "$src_URL" --own-snapshot --table public.t_big --frame-size 64kB --connection-file "$f" \
+		2>"$BATS_TEST_TMPDIR/err" | hold_reader "$BATS_TEST_TMPDIR/go" >"$outf" &
+	wait_until 20 eval '[[ $(cat "$f") == $'"'"'connected\t0'"'"' ]]'
+	touch "$BATS_TEST_TMPDIR/go"
+	wait
+	[ "$(cat "$f")" = $'disconnected\t0' ]
+	grep -q '^SNAPSHOTDONE' "$outf"
+	run pg-snapshot-dump -d "$src_URL" --own-snapshot --table public.t_big --connection-file /nonexistent/dir/c
+	[ "$status" -eq 2 ]
+	[[ $output == *"pg-snapshot-dump: error: --connection-file: cannot create connection file"* ]]
+}
+
 @test "--timeout stops the copy with exit 1 and says the snapshot holds back vacuum" {
 	local errf=$BATS_TEST_TMPDIR/err outf=$BATS_TEST_TMPDIR/out.pgcs
 	(st=0

@@ -353,6 +353,36 @@ apply_sim() {
 	psql_at src -c "DROP TABLE rs2"
 }
 
+conn_file_is() {
+	[[ $(cat "$1" 2>/dev/null) == "$2" ]]
+}
+
+@test "--connection-file follows the source connection: connected, reconnecting, connected again with the count, disconnected at exit" {
+	new_slot connfile
+	local f=$BATS_TEST_TMPDIR/connection pid
+	printf 'connected\t99\n' >"$f" # left by an earlier run: replaced at startup
+	bg pg-walcat -d "$src_URL" --slot connfile --publication pub --connection-file "$f" >/dev/null 2>"$BATS_TEST_TMPDIR/err"
+	pid=$!
+	wait_until 10 conn_file_is "$f" $'connected\t0'
+	psql_at src -c "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'connfile'" >/dev/null
+	wait_until 20 conn_file_is "$f" $'connected\t1'
+	cluster_stop src --mode fast
+	wait_until 20 conn_file_is "$f" $'reconnecting\t1'
+	cluster_start src
+	wait_until 60 conn_file_is "$f" $'connected\t2'
+	kill -TERM "$pid"
+	wait "$pid"
+	conn_file_is "$f" $'disconnected\t2'
+	# No temporary file is left beside it.
+	[ "$(ls "$BATS_TEST_TMPDIR" | grep -c '^connection')" -eq 1 ]
+}
+
+@test "--connection-file that cannot be written is a usage error (exit 2) before connecting" {
+	run pg-walcat -d "$src_URL" --slot nosuchslot --publication pub --connection-file /nonexistent/dir/connection
+	[ "$status" -eq 2 ]
+	[[ $output == *"pg-walcat: error: --connection-file: cannot create connection file \"/nonexistent/dir/connection.tmp."* ]]
+}
+
 @test "--no-loop exits 1 when the connection is lost instead of reconnecting" {
 	new_slot noloop
 	local pid rc=0

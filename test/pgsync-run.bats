@@ -112,6 +112,34 @@ heartbeat_running() {
 	[ "$(echo "$output" | grep -c '^# TYPE ')" = "$(echo "$output" | grep -c '^# HELP ')" ]
 }
 
+runtime_conn() {
+	[[ $(psql_at tgt -c "SELECT connection_state || '/' || reconnects FROM pgsync.job_runtime WHERE job = 'rn'") == "$1" ]]
+}
+
+@test "the heartbeat reports the source connection: reconnecting while the source is down, then connected, with the reconnections counted" {
+	runtime_conn connected/0
+	# A lost walsender: pg-walcat streams again within its first backoff.
+	psql_at src -c "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'rn_slot'" >/dev/null
+	wait_until 20 runtime_conn connected/1
+	# A source that is down: the heartbeat goes on and says so.
+	cluster_stop src --mode fast
+	wait_until 20 runtime_conn reconnecting/1
+	run pgs rn status --json
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.connection_state == "reconnecting" and .heartbeat.reconnects == 1 and .source.reachable == false'
+	run pgs rn status --prometheus
+	[[ $output == *$'\npgsync_connected{job="rn"} 0\n'* ]]
+	cluster_start src
+	wait_until 60 runtime_conn connected/2
+	run pgs rn status --prometheus
+	[[ $output == *$'\npgsync_connected{job="rn"} 1\n'* ]]
+	[[ $output == *$'\npgsync_reconnects_total{job="rn"} 2\n'* ]]
+	# And nothing was lost on the way.
+	psql_at src -c "INSERT INTO rn_a VALUES (100001, 'after the outage', 1)"
+	wait_until 20 applied_reaches rn
+	same_tables rn_a rn_b
+}
+
 @test "a second run of the same job is refused while the first holds the job" {
 	run pgs rn run
 	[ "$status" -eq 3 ]

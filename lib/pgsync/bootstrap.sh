@@ -174,7 +174,7 @@ COMMIT;
 SQL
 	} | sql tgt >/dev/null || die $EX_RUNTIME "cannot prepare job $JOB in the target: $(sql_error)"
 	((${#truncate[@]})) && log_info "truncated target tables ${TRUNCATE_SET[*]}"
-	rm -f "$STATE_DIR/applied.lsn" "$STATE_DIR"/schema.* "$STATE_DIR/snapshot.progress"
+	rm -f "$STATE_DIR/applied.lsn" "$STATE_DIR"/schema.* "$STATE_DIR/snapshot.progress" "$STATE_DIR/connection"
 }
 
 # Create the slot and export its snapshot; pg-slot holds it while its stdin
@@ -232,12 +232,13 @@ copy_tables() {
 	spawn pg-snapshot-dump - "$WORK/copy.fifo" pg-snapshot-dump -d "$SRC" --snapshot "$SNAP_NAME" \
 		--position "$CONSISTENT_LSN" --slot "$SLOT" "${tableargs[@]}" --jobs "$copies" \
 		--frame-size "${CFG[resources.buffer_size_kb]}kB" --progress-file "$STATE_DIR/snapshot.progress" \
-		--log-level "$LOG_LEVEL_NAME"
+		--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME"
 	local dump_pid=$SPAWN_PID
 	spawn pg-apply "$WORK/copy.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
 		--jobs "$copies" --max-batch-bytes "${CFG[resources.max_batch_bytes]}" \
 		--max-message-bytes "${CFG[resources.max_message_bytes]}" \
-		--heartbeat-interval "${CFG[safety.heartbeat_interval]}" --log-level "$LOG_LEVEL_NAME"
+		--heartbeat-interval "${CFG[safety.heartbeat_interval]}" --connection-file "$STATE_DIR/connection" \
+		--log-level "$LOG_LEVEL_NAME"
 	supervise "$BS_DEADLINE" "pg-snapshot-dump:$dump_pid" "pg-apply:$SPAWN_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "copying tables"
 	local row ndone total

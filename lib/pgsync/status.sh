@@ -76,7 +76,7 @@ WITH j AS (
         WHEN d.jstate = 'ERROR' THEN 'pgsync run'
       END,
     'last_error', d.jerror,
-    'connection_state', CASE WHEN d.is_live THEN d.connection_state ELSE 'disconnected' END,
+    'connection_state', CASE WHEN d.is_live THEN coalesce(d.connection_state, 'unknown') ELSE 'disconnected' END,
     'positions', jsonb_build_object(
       'consistent_lsn', d.consistent_lsn, 'applied_lsn', d.japplied,
       'received_lsn', d.received_lsn, 'source_current_lsn', d.src_current_lsn),
