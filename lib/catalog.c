@@ -60,6 +60,19 @@ const char catalog_ddl[] =
 	"  heartbeat_at timestamptz,\n"
 	"  started_at timestamptz,\n"
 	"  stopped_at timestamptz\n"
+	");\n"
+	/* Tables whose definitions a bootstrap created and whose keys and
+	 * indexes it has not built yet. Written before the tables are created
+	 * and deleted in the transaction after their indexes, so that a bootstrap
+	 * that stops in between (an error, a signal, kill -9) leaves the mark and
+	 * the next one builds them, although the tables exist by then. Not tied
+	 * to a job row: cleanup, which drops the job, must not forget it. */
+	"CREATE TABLE IF NOT EXISTS pgsync.pending_definitions (\n"
+	"  schema_name text NOT NULL,\n"
+	"  table_name text NOT NULL,\n"
+	"  job text NOT NULL,\n"
+	"  created_at timestamptz NOT NULL DEFAULT now(),\n"
+	"  PRIMARY KEY (schema_name, table_name)\n"
 	");\n";
 
 bool
@@ -68,9 +81,11 @@ catalog_ensure(PGconn *conn, struct pgerr *err)
 	PGresult *res;
 	bool ok;
 
-	/* Fast path: already there (the common case, and needs no CREATE right). */
+	/* Fast path: already there (the common case, and needs no CREATE right).
+	 * The table created last is the one looked for, so that a catalog from
+	 * before it was added gets it. */
 	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'job_runtime'");
+				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'pending_definitions'");
 	if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 	{
 		PQclear(res);

@@ -75,7 +75,9 @@ step_failed() {
 	local msg
 	msg=$(child_lasterr "$SUP_NAME") || msg=""
 	local code=$SUP_RC
-	((code >= 1 && code <= 5)) || code=$EX_RUNTIME
+	# Only the pg-* programs speak pgsync's exit codes: psql exits 3 for an
+	# error in a script, pg_restore 1 for anything.
+	[[ $SUP_NAME == pg-* ]] && ((code >= 1 && code <= 5)) || code=$EX_RUNTIME
 	bootstrap_fail "$code" "$what: $SUP_NAME exited with status $SUP_RC${msg:+: $msg}"
 }
 

@@ -114,36 +114,107 @@ run_target_script() {
 	[[ $SUP_RESULT == ok ]] || step_failed "$what"
 }
 
+# pending_definitions_of TABLE...: those of TABLEs that an earlier bootstrap
+# created and left without their keys and indexes (pgsync.pending_definitions).
+pending_definitions_of() {
+	local IFS=,
+	sql tgt -v list="$*" <<'SQL'
+SELECT u.t FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
+  JOIN pgsync.pending_definitions p ON p.schema_name = split_part(u.t, '.', 1) AND p.table_name = split_part(u.t, '.', 2)
+ ORDER BY u.ord
+SQL
+}
+
+# mark_pending TABLE...: record that this bootstrap creates TABLEs and owes
+# them their keys and indexes. Committed before the tables are created: a
+# bootstrap that stops anywhere after leaves the mark for the next one.
+mark_pending() {
+	local IFS=,
+	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the tables to create in the target: $(sql_error)"
+INSERT INTO pgsync.pending_definitions AS p (schema_name, table_name, job)
+SELECT split_part(t, '.', 1), split_part(t, '.', 2), :'job' FROM unnest(string_to_array(:'list', ',')) AS t
+    ON CONFLICT (schema_name, table_name) DO UPDATE SET job = excluded.job, created_at = now()
+SQL
+}
+
+# unmark_pending TABLE...: their keys and indexes are built.
+unmark_pending() {
+	local IFS=,
+	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the indexes built in the target: $(sql_error)"
+DELETE FROM pgsync.pending_definitions p USING unnest(string_to_array(:'list', ',')) AS t
+ WHERE p.schema_name = split_part(t, '.', 1) AND p.table_name = split_part(t, '.', 2)
+SQL
+}
+
+# dump_definitions NAME SECTION TABLE...: pg_dump of TABLEs' definitions at
+# the snapshot into $STATE_DIR/NAME.dump (SECTION: --schema-only or
+# --section=post-data).
+dump_definitions() {
+	local name=$1 section=$2 t
+	local -a dumpargs=()
+	shift 2
+	for t in "$@"; do dumpargs+=(-t "$(quote_table "$t")"); done
+	spawn pg_dump - - "$PG_DUMP" -d "$SRC" --snapshot="$SNAP_NAME" "$section" -Fc --strict-names \
+		--no-publications --no-subscriptions --no-security-labels --no-tablespaces \
+		-f "$STATE_DIR/$name.dump" "${dumpargs[@]}"
+	supervise "$BS_DEADLINE" "pg_dump:$SPAWN_PID"
+	[[ $SUP_RESULT == ok ]] || step_failed "dumping table definitions"
+}
+
+# catalog_definitions WHICH FILE TABLE...: the pre- or post-data statements
+# (WHICH: pre or post) of TABLEs from the source catalog at the snapshot.
+catalog_definitions() {
+	local which=$1 file=$2 sqltext
+	shift 2
+	local IFS=,
+	# With only pg_catalog on the search path, pg_get_indexdef and friends
+	# qualify every other name, as pg_dump's output does: the target resolves
+	# them with its own search path otherwise.
+	local list="$*" tx="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT :'snap'; SET LOCAL search_path = pg_catalog;"
+	[[ $which == pre ]] && sqltext=$CATALOG_PRE_SQL || sqltext=$CATALOG_POST_SQL
+	printf '%s\n%s\nCOMMIT;\n' "$tx" "$sqltext" |
+		sql src -v missing="$list" -v snap="$SNAP_NAME" >"$file" ||
+		bootstrap_fail $EX_RUNTIME "cannot read table definitions from the source: $(sql_error)"
+}
+
+# Decide which definitions this bootstrap copies and read them at the
+# snapshot: DEF_MISSING, the configured tables the target lacks (created
+# now, keys and indexes after the copy), and DEF_PENDING, tables an earlier
+# bootstrap created but stopped before building their keys and indexes
+# (built after the copy too, the tables being left as they are).
 create_target_tables() {
-	local -a missing=() existing=() dumpargs=()
-	local t list major pg_dump
+	local -a existing=()
+	local t major out
+	DEF_MISSING=() DEF_PENDING=()
 	mapfile -t existing < <(target_existing_tables)
 	for t in "${TABLES[@]}"; do
-		[[ " ${existing[*]} " == *" $t "* ]] || missing+=("$t")
+		[[ " ${existing[*]} " == *" $t "* ]] || DEF_MISSING+=("$t")
 	done
-	((${#missing[@]})) || {
+	if ((${#existing[@]})); then
+		out=$(pending_definitions_of "${existing[@]}") ||
+			bootstrap_fail $EX_RUNTIME "cannot read pgsync.pending_definitions in the target: $(sql_error)"
+		[[ -z $out ]] || mapfile -t DEF_PENDING <<<"$out"
+	fi
+	if ((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]} == 0)); then
 		log_info "every configured table exists in the target: no definitions copied"
 		return 0
-	}
+	fi
+	((${#DEF_PENDING[@]} == 0)) ||
+		log_warn "an earlier bootstrap created ${DEF_PENDING[*]} but stopped before their keys and indexes: they are built after the copy"
 	BS_PHASE="copying table definitions"
-	list=$(IFS=,; echo "${missing[*]}")
 	major=$(sql src <<<"SELECT current_setting('server_version_num')::int / 10000") ||
 		bootstrap_fail $EX_RUNTIME "cannot read the source's version: $(sql_error)"
-	if pg_dump=$(find_pg_dump "$major"); then
+	if PG_DUMP=$(find_pg_dump "$major"); then
 		SCHEMA_TOOL=pg_dump
-		for t in "${missing[@]}"; do dumpargs+=(-t "$(quote_table "$t")"); done
-		spawn pg_dump - - "$pg_dump" -d "$SRC" --snapshot="$SNAP_NAME" --schema-only -Fc --strict-names \
-			--no-publications --no-subscriptions --no-security-labels --no-tablespaces \
-			-f "$STATE_DIR/schema.dump" "${dumpargs[@]}"
-		supervise "$BS_DEADLINE" "pg_dump:$SPAWN_PID"
-		[[ $SUP_RESULT == ok ]] || step_failed "dumping table definitions"
-		PG_RESTORE=$(dirname "$pg_dump")/pg_restore
-		for t in "${missing[@]}"; do
+		PG_RESTORE=$(dirname "$PG_DUMP")/pg_restore
+		((${#DEF_PENDING[@]} == 0)) || dump_definitions schema.pending --section=post-data "${DEF_PENDING[@]}"
+		((${#DEF_MISSING[@]})) || return 0
+		dump_definitions schema --schema-only "${DEF_MISSING[@]}"
+		mark_pending "${DEF_MISSING[@]}"
+		for t in "${DEF_MISSING[@]}"; do
 			printf 'CREATE SCHEMA IF NOT EXISTS "%s";\n' "${t%%.*}"
 		done >"$STATE_DIR/schema.schemas.sql"
 		run_target_script "creating schemas" "$STATE_DIR/schema.schemas.sql"
-		"$PG_RESTORE" -l "$STATE_DIR/schema.dump" >"$STATE_DIR/schema.list" 2>"$WORK/psql.err" ||
-			bootstrap_fail $EX_RUNTIME "cannot list $STATE_DIR/schema.dump: $(sql_error)"
 		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=pre-data --no-owner --no-privileges \
 			--single-transaction --exit-on-error "$STATE_DIR/schema.dump"
 		supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
@@ -155,30 +226,42 @@ create_target_tables() {
 			bootstrap_fail $EX_PREFLIGHT "PGSYNC_PG_DUMP=$PGSYNC_PG_DUMP cannot dump a PostgreSQL $major source (it must be pg_dump $major or later, with pg_restore beside it)"
 		fi
 		log_info "building the table definitions from the source catalog (no pg_dump of PostgreSQL $major or later${PGSYNC_PG_DUMP:+: PGSYNC_PG_DUMP=none})"
-		local tx="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT :'snap';"
-		printf '%s\n%s\nCOMMIT;\n' "$tx" "$CATALOG_PRE_SQL" |
-			sql src -v missing="$list" -v snap="$SNAP_NAME" >"$STATE_DIR/schema.pre.sql" ||
-			bootstrap_fail $EX_RUNTIME "cannot read table definitions from the source: $(sql_error)"
-		printf '%s\n%s\nCOMMIT;\n' "$tx" "$CATALOG_POST_SQL" |
-			sql src -v missing="$list" -v snap="$SNAP_NAME" >"$STATE_DIR/schema.post.sql" ||
-			bootstrap_fail $EX_RUNTIME "cannot read index definitions from the source: $(sql_error)"
+		((${#DEF_PENDING[@]} == 0)) || catalog_definitions post "$STATE_DIR/schema.pending.post.sql" "${DEF_PENDING[@]}"
+		((${#DEF_MISSING[@]})) || return 0
+		catalog_definitions pre "$STATE_DIR/schema.pre.sql" "${DEF_MISSING[@]}"
+		catalog_definitions post "$STATE_DIR/schema.post.sql" "${DEF_MISSING[@]}"
+		mark_pending "${DEF_MISSING[@]}"
 		run_target_script "creating target tables" "$STATE_DIR/schema.pre.sql"
 	fi
-	log_info "created target tables ${missing[*]} from the source definitions"
-	POSTDATA=1
+	log_info "created target tables ${DEF_MISSING[*]} from the source definitions"
+}
+
+# restore_post_data_of NAME WHAT TABLE...: keys, indexes and constraints
+# from $STATE_DIR/NAME.dump (or NAME.post.sql), in one transaction; then the
+# TABLEs are no longer pending.
+restore_post_data_of() {
+	local name=$1 what=$2
+	shift 2
+	if [[ $SCHEMA_TOOL == pg_dump ]]; then
+		"$PG_RESTORE" -l "$STATE_DIR/$name.dump" >"$STATE_DIR/$name.list" 2>"$WORK/psql.err" ||
+			bootstrap_fail $EX_RUNTIME "cannot list $STATE_DIR/$name.dump: $(sql_error)"
+		grep -Ev "$POSTDATA_SKIP" "$STATE_DIR/$name.list" >"$STATE_DIR/$name.postdata.list" || true
+		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=post-data --no-owner --no-privileges \
+			--single-transaction --exit-on-error -L "$STATE_DIR/$name.postdata.list" "$STATE_DIR/$name.dump"
+		supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
+		[[ $SUP_RESULT == ok ]] || step_failed "$what"
+	else
+		run_target_script "$what" "$STATE_DIR/$name.post.sql"
+	fi
+	unmark_pending "$@"
 }
 
 restore_post_data() {
-	((${POSTDATA:-0})) || return 0
+	((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]})) || return 0
 	BS_PHASE="creating indexes and constraints"
-	if [[ $SCHEMA_TOOL == pg_dump ]]; then
-		grep -Ev "$POSTDATA_SKIP" "$STATE_DIR/schema.list" >"$STATE_DIR/schema.postdata.list"
-		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=post-data --no-owner --no-privileges \
-			--single-transaction --exit-on-error -L "$STATE_DIR/schema.postdata.list" "$STATE_DIR/schema.dump"
-		supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
-		[[ $SUP_RESULT == ok ]] || step_failed "creating indexes and constraints"
-	else
-		run_target_script "creating indexes and constraints" "$STATE_DIR/schema.post.sql"
-	fi
+	((${#DEF_MISSING[@]} == 0)) ||
+		restore_post_data_of schema "creating indexes and constraints" "${DEF_MISSING[@]}"
+	((${#DEF_PENDING[@]} == 0)) ||
+		restore_post_data_of schema.pending "creating the indexes and constraints an earlier bootstrap left out" "${DEF_PENDING[@]}"
 	log_info "created primary keys, indexes and constraints (triggers, rules, policies and foreign keys are not copied)"
 }
