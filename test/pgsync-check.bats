@@ -139,6 +139,21 @@ objects_on() {
 	psql_at tgt -c "DROP SCHEMA app CASCADE"
 }
 
+@test "target: an existing table without a primary key or unique index is a warning with its fix" {
+	psql_at tgt -c "CREATE SCHEMA app; CREATE TABLE app.orders (id int PRIMARY KEY, note text); CREATE TABLE app.items (id int, sku text NOT NULL)"
+	run pgs ck check
+	[ "$status" -eq 0 ]
+	[[ $output == *"warn  target: app.items has no primary key or unique index: each update and delete applied to it scans the table; fix: create the source's primary key on app.items in the target, or drop the table so bootstrap creates it with its keys"* ]]
+	[[ $output != *"app.orders has no primary key"* ]]
+	[[ $output == *"pgsync: check passed with 1 warning(s)"* ]]
+	# A unique index is enough.
+	psql_at tgt -c "CREATE UNIQUE INDEX ON app.items (sku)"
+	run pgs ck check
+	[ "$status" -eq 0 ]
+	[[ $output != *"has no primary key or unique index"* ]]
+	psql_at tgt -c "DROP SCHEMA app CASCADE"
+}
+
 @test "a slot of that name that the job did not create fails the check" {
 	psql_at src -c "SELECT pg_create_logical_replication_slot('ck_slot', 'pgoutput')" >/dev/null
 	run pgs ck check

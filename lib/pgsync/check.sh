@@ -213,11 +213,11 @@ WITH cfg AS (
          format('SELECT, INSERT, UPDATE, DELETE on pgsync.%I', r.relname),
          format('GRANT SELECT, INSERT, UPDATE, DELETE ON pgsync.%I TO %I', r.relname, current_user)
     FROM cat c JOIN pg_class r ON r.relnamespace = c.nspoid AND r.relkind = 'r'
-     AND r.relname IN ('job', 'table_sync', 'job_runtime')
+     AND r.relname IN ('job', 'table_sync', 'job_runtime', 'pending_definitions')
   UNION ALL
   SELECT 4, CASE WHEN has_schema_privilege(c.nspoid, 'CREATE') THEN 'ok' ELSE 'fail' END,
          'CREATE on schema pgsync, to create the catalog tables', format('GRANT CREATE ON SCHEMA pgsync TO %I', current_user)
-    FROM cat c WHERE to_regclass('pgsync.job_runtime') IS NULL
+    FROM cat c WHERE to_regclass('pgsync.pending_definitions') IS NULL
   UNION ALL
   SELECT 10 + t.ord, CASE WHEN has_table_privilege(t.reloid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE')
                           AND has_schema_privilege(t.nspoid, 'USAGE') THEN 'ok' ELSE 'fail' END,
@@ -235,6 +235,12 @@ WITH cfg AS (
          format('%s does not exist yet: bootstrap creates it and schema %I', t.q, t.nsp),
          format('GRANT CREATE ON DATABASE %I TO %I', current_database(), current_user)
     FROM tbl t WHERE t.nspoid IS NULL
+  UNION ALL
+  SELECT 10 + t.ord, 'warn',
+         format('%s has no primary key or unique index: each update and delete applied to it scans the table', t.q),
+         format('create the source''s primary key on %s in the target, or drop the table so bootstrap creates it with its keys', t.q)
+    FROM tbl t WHERE t.reloid IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = t.reloid AND i.indisunique)
   UNION ALL
   SELECT 10 + t.ord, 'fail', format('%s has no column %I, which the source table has', t.q, sc.col),
          format('ALTER TABLE %s ADD COLUMN %I <type> on the target, or drop the target table so bootstrap creates it', t.q, sc.col)
