@@ -257,12 +257,15 @@ pending_case() {
 	run pgs "$n" bootstrap
 	[ "$status" -eq 1 ]
 	[[ $output == *"failed while creating indexes and constraints"*"function public.${n}_lower(text) does not exist"* ]]
-	# All or nothing: none of the keys exist, and the target remembers that.
-	[ -z "$(indexes_of "$n")" ]
+	# The failing index is missing (others may have been built, one
+	# transaction each), and the target remembers what is owed.
+	[[ " $(indexes_of "$n") " != *" ${n}_lower "* ]]
 	[ "$(psql_at tgt -c "SELECT string_agg(table_name || ':' || job, ' ' ORDER BY table_name) FROM pgsync.pending_definitions
 		WHERE table_name LIKE '$n%'")" = "$n:$n ${n}2:$n" ]
 	# The documented way back, cleanup included, now that the target has the function.
 	psql_at tgt -c "CREATE FUNCTION public.${n}_lower(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower(\$1)'"
+	# Whatever the failed attempt built (here: a primary key) is dropped and built again.
+	psql_at tgt -c "ALTER TABLE ${n}2 ADD PRIMARY KEY (id)" 2>/dev/null || true
 	run pgs "$n" cleanup --yes
 	[ "$status" -eq 0 ]
 	run pgs "$n" bootstrap --restart-snapshot

@@ -108,8 +108,10 @@ find_pg_dump() {
 # other step (the deadline and a stop signal apply).
 run_target_script() {
 	local what=$1 file=$2
-	# Not named psql: $WORK/psql.err is sql()'s error file.
-	spawn ddl "$file" - psql -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT"
+	# Not named psql: $WORK/psql.err is sql()'s error file. Warnings only:
+	# "schema ... already exists, skipping" is no news.
+	PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" \
+		spawn ddl "$file" - psql -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT"
 	supervise "$BS_DEADLINE" "ddl:$SPAWN_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "$what"
 }
@@ -211,9 +213,8 @@ create_target_tables() {
 		((${#DEF_MISSING[@]})) || return 0
 		dump_definitions schema --schema-only "${DEF_MISSING[@]}"
 		mark_pending "${DEF_MISSING[@]}"
-		for t in "${DEF_MISSING[@]}"; do
-			printf 'CREATE SCHEMA IF NOT EXISTS "%s";\n' "${t%%.*}"
-		done >"$STATE_DIR/schema.schemas.sql"
+		printf '%s\n' "${DEF_MISSING[@]%%.*}" | awk '!seen[$0]++ { printf "CREATE SCHEMA IF NOT EXISTS \"%s\";\n", $0 }' \
+			>"$STATE_DIR/schema.schemas.sql"
 		run_target_script "creating schemas" "$STATE_DIR/schema.schemas.sql"
 		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=pre-data --no-owner --no-privileges \
 			--single-transaction --exit-on-error "$STATE_DIR/schema.dump"
@@ -236,18 +237,45 @@ create_target_tables() {
 	log_info "created target tables ${DEF_MISSING[*]} from the source definitions"
 }
 
+# clear_partial_post_data TABLE...: drop the keys and indexes an interrupted
+# bootstrap built on TABLEs (it created the tables, so nothing else did), so
+# that building all of them again cannot fail on one that exists.
+clear_partial_post_data() {
+	local IFS=,
+	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot drop the keys and indexes an earlier bootstrap left half built: $(sql_error)"
+BEGIN;
+WITH t AS (
+  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
+    FROM unnest(string_to_array(:'list', ',')) AS u(t)
+)
+SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname)
+  FROM t JOIN pg_constraint c ON c.conrelid = t.rel
+ WHERE c.contype IN ('p', 'u', 'x') OR (c.contype = 'c' AND NOT c.convalidated) \gexec
+WITH t AS (
+  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
+    FROM unnest(string_to_array(:'list', ',')) AS u(t)
+)
+SELECT format('DROP INDEX %s', i.indexrelid::regclass) FROM t JOIN pg_index i ON i.indrelid = t.rel \gexec
+COMMIT;
+SQL
+}
+
 # restore_post_data_of NAME WHAT TABLE...: keys, indexes and constraints
-# from $STATE_DIR/NAME.dump (or NAME.post.sql), in one transaction; then the
-# TABLEs are no longer pending.
+# from $STATE_DIR/NAME.dump (or NAME.post.sql); then the TABLEs are no longer
+# pending. pg_restore builds them over max_parallel_copies connections, one
+# transaction each: a failure can leave some built, which the next bootstrap
+# drops before building them all again (the tables stay pending until then).
 restore_post_data_of() {
 	local name=$1 what=$2
 	shift 2
+	[[ $name != schema.pending ]] || clear_partial_post_data "$@"
 	if [[ $SCHEMA_TOOL == pg_dump ]]; then
 		"$PG_RESTORE" -l "$STATE_DIR/$name.dump" >"$STATE_DIR/$name.list" 2>"$WORK/psql.err" ||
 			bootstrap_fail $EX_RUNTIME "cannot list $STATE_DIR/$name.dump: $(sql_error)"
 		grep -Ev "$POSTDATA_SKIP" "$STATE_DIR/$name.list" >"$STATE_DIR/$name.postdata.list" || true
 		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=post-data --no-owner --no-privileges \
-			--single-transaction --exit-on-error -L "$STATE_DIR/$name.postdata.list" "$STATE_DIR/$name.dump"
+			--jobs "${CFG[resources.max_parallel_copies]}" --exit-on-error \
+			-L "$STATE_DIR/$name.postdata.list" "$STATE_DIR/$name.dump"
 		supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
 		[[ $SUP_RESULT == ok ]] || step_failed "$what"
 	else
