@@ -53,7 +53,7 @@ bench_pair() {
 	[[ -s $BENCH_BASE/settings.json ]] ||
 		q "$SRC" "SELECT json_object_agg(name, current_setting(name)) FROM pg_settings WHERE name IN
 			('server_version', 'fsync', 'full_page_writes', 'synchronous_commit', 'wal_level', 'shared_buffers',
-			 'max_wal_size', 'checkpoint_timeout', 'logical_decoding_work_mem', 'max_sync_workers_per_subscription',
+			 'min_wal_size', 'max_wal_size', 'checkpoint_timeout', 'logical_decoding_work_mem', 'max_sync_workers_per_subscription',
 			 'max_logical_replication_workers', 'wal_compression', 'wal_retrieve_retry_interval')" \
 			>"$BENCH_BASE/settings.json"
 }
