@@ -40,6 +40,16 @@
  * few hundred transactions a second still commits each as it arrives.
  */
 #define QUIET_MS 2
+/*
+ * Only a producer that is catching up needs that wait. One that sent less
+ * than LIVE_BYTES in the last one to two RATE_WINDOW_MS is live, and each of
+ * its transactions is committed the moment the input runs dry: pgbench at
+ * 500 transactions a second is about 250 kB/s of stream, a backlog being
+ * read tens of MB/s. Committing is what slows a live producer down enough to
+ * be batched again, as in a group commit.
+ */
+#define RATE_WINDOW_MS 20
+#define LIVE_BYTES (32 * 1024)
 #define LOCK_WAIT_MS 10000
 
 static const char usage_text[] =
@@ -106,6 +116,9 @@ struct app {
 	/* the open batch */
 	bool batch_dirty;
 	uint64_t batch_bytes, batch_start_ms, batch_txns;
+
+	/* stream bytes read in the current and the previous rate window */
+	uint64_t rate_start_ms, rate_cur, rate_prev;
 
 	uint64_t transactions, skipped;
 	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */
@@ -625,6 +638,23 @@ wait_input(void)
 		sig_drain();
 }
 
+/* Is the producer live rather than catching up (see LIVE_BYTES)? */
+static bool
+input_live(void)
+{
+	uint64_t now = now_ms(), since = now - A.rate_start_ms;
+
+	if (since >= RATE_WINDOW_MS)
+	{
+		/* Bytes counted over a longer span than a window only overstate the
+		 * rate, which errs towards batching. */
+		A.rate_prev = since < 2 * RATE_WINDOW_MS ? A.rate_cur : 0;
+		A.rate_cur = 0;
+		A.rate_start_ms = now;
+	}
+	return A.rate_prev + A.rate_cur < LIVE_BYTES;
+}
+
 /* Did the input stay quiet for QUIET_MS (false: more arrived first)? */
 static bool
 input_quiet(void)
@@ -660,6 +690,7 @@ run(void)
 		switch (input_next(A.in, &line, &len, 0))
 		{
 			case IN_LINE:
+				A.rate_cur += len + 1;
 				on_line(line, len);
 				if (++lines % 256 == 0)
 					timers();
@@ -668,7 +699,7 @@ run(void)
 				/* Nothing more for a moment: make what we have durable. */
 				if (!sr_in_txn(A.sr) && (A.batch_dirty || (A.ap && applier_txn_open(A.ap))))
 				{
-					if (!input_quiet())
+					if (!input_live() && !input_quiet())
 						break;
 					commit_batch();
 				}
