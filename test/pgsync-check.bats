@@ -167,3 +167,18 @@ objects_on() {
 	[ "$status" -eq 3 ]
 	[[ $output == *"FAIL  target: cannot connect to the target (host=$BATS_FILE_TMPDIR port=1 user=postgres dbname=postgres): "* ]]
 }
+
+@test "pgsync runs an installed psql itself, not Debian's per-call version wrapper" {
+	local real
+	real=$(printf '%s\n' /usr/lib/postgresql/*/bin/psql | sort -t/ -k5 -n -r | head -1)
+	[[ -x $real ]] || skip "no /usr/lib/postgresql/*/bin/psql here"
+	# A psql on PATH that is a link to a file named pg_wrapper, and fails.
+	mkdir -p "$BATS_TEST_TMPDIR/wrap"
+	printf '#!/bin/sh\necho "pg_wrapper was run" >&2\nexit 1\n' >"$BATS_TEST_TMPDIR/wrap/pg_wrapper"
+	chmod +x "$BATS_TEST_TMPDIR/wrap/pg_wrapper"
+	ln -s pg_wrapper "$BATS_TEST_TMPDIR/wrap/psql"
+	PATH=$BATS_TEST_TMPDIR/wrap:$PATH run pgs ck check
+	[ "$status" -eq 0 ]
+	[[ $output == *"pgsync: check passed with 0 warning(s)"* ]]
+	[[ $output != *"pg_wrapper was run"* ]]
+}

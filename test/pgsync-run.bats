@@ -260,7 +260,13 @@ runtime_conn() {
 }
 
 @test "the monitor pauses a streaming job when retention crosses the alarm (action stop)" {
-	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.wal_retention_alarm_bytes=2MB safety.wal_retention_action=stop >/dev/null
+	# The alarm sits 3 MB above what the slot retains now (an earlier test
+	# may have left WAL behind its restart point), and below it after twice
+	# 3.4 MB of unpublished WAL.
+	local held
+	held=$(psql_at src -c "SELECT pg_current_wal_lsn() - restart_lsn FROM pg_replication_slots WHERE slot_name = 'rn_slot'")
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.wal_retention_alarm_bytes=$((held / 1048576 + 3))MB \
+		safety.wal_retention_action=stop >/dev/null
 	start_run rn
 	wait_until 20 state_is rn STREAMING
 	make_unpublished_wal

@@ -111,7 +111,7 @@ run_target_script() {
 	# Not named psql: $WORK/psql.err is sql()'s error file. Warnings only:
 	# "schema ... already exists, skipping" is no news.
 	PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" \
-		spawn ddl "$file" - psql -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT"
+		spawn ddl "$file" - "$PSQL" -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT"
 	supervise "$BS_DEADLINE" "ddl:$SPAWN_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "$what"
 }
