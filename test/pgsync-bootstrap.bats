@@ -65,6 +65,8 @@ unlock() {
 	# post-data: keys and unique indexes, but no trigger.
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_index WHERE indrelid IN ('bs_a'::regclass, 'bs_s.b'::regclass)")" = 3 ]
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'bs_a'::regclass")" = 0 ]
+	# Autovacuum, off while they were loaded, is theirs again.
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_class WHERE oid IN ('bs_a'::regclass, 'bs_s.b'::regclass) AND reloptions IS NOT NULL")" = 0 ]
 	# The snapshot is released: no exporting connection is left.
 	[ "$(psql_at src -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'bs1_slot' AND active")" = 0 ]
 }
@@ -239,6 +241,11 @@ indexes_of() {
 	psql_at tgt -c "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY indexrelid::regclass::text) FROM pg_index WHERE indrelid = '$1'::regclass"
 }
 
+# reloptions_of TABLE: the target table's storage parameters, - for none.
+reloptions_of() {
+	psql_at tgt -c "SELECT coalesce(reloptions::text, '-') FROM pg_class WHERE oid = '$1'::regclass"
+}
+
 # pending_case NAME: a bootstrap of NAME and NAME2 fails creating their
 # indexes (one needs a function the target lacks), after it created and
 # loaded the tables; after cleanup and --restart-snapshot every key and
@@ -249,7 +256,7 @@ pending_case() {
 	psql_at src -c "CREATE FUNCTION public.${n}_lower(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower(\$1)';
 		CREATE TABLE $n (id int PRIMARY KEY, name text UNIQUE);
 		CREATE INDEX ${n}_lower ON $n (public.${n}_lower(name));
-		CREATE TABLE ${n}2 (id int PRIMARY KEY);
+		CREATE TABLE ${n}2 (id int PRIMARY KEY) WITH (autovacuum_enabled = off);
 		INSERT INTO $n SELECT g, 'N' || g FROM generate_series(1, 100) g;
 		INSERT INTO ${n}2 SELECT generate_series(1, 10);
 		CREATE PUBLICATION ${n}_pub FOR TABLE $n, ${n}2"
@@ -262,6 +269,8 @@ pending_case() {
 	[[ " $(indexes_of "$n") " != *" ${n}_lower "* ]]
 	[ "$(psql_at tgt -c "SELECT string_agg(table_name || ':' || job, ' ' ORDER BY table_name) FROM pgsync.pending_definitions
 		WHERE table_name LIKE '$n%'")" = "$n:$n ${n}2:$n" ]
+	# No autovacuum on the tables being loaded until their keys are built.
+	[ "$(reloptions_of "$n") $(reloptions_of "${n}2")" = "{autovacuum_enabled=false} {autovacuum_enabled=false}" ]
 	# The documented way back, cleanup included, now that the target has the function.
 	psql_at tgt -c "CREATE FUNCTION public.${n}_lower(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower(\$1)'"
 	# Whatever the failed attempt built (here: a primary key) is dropped and built again.
@@ -275,6 +284,8 @@ pending_case() {
 	[ "$(indexes_of "${n}2")" = "${n}2_pkey" ]
 	same_tables "$n" "${n}2"
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.pending_definitions WHERE table_name LIKE '$n%'")" = 0 ]
+	# Then autovacuum_enabled is the source's: unset, or off as it was made.
+	[ "$(reloptions_of "$n") $(reloptions_of "${n}2")" = "- {autovacuum_enabled=off}" ]
 	# A bootstrap of tables that exist and owe nothing leaves them alone.
 	run pgs "$n" bootstrap --restart-snapshot
 	[ "$status" -eq 0 ]

@@ -139,12 +139,51 @@ SELECT split_part(t, '.', 1), split_part(t, '.', 2), :'job' FROM unnest(string_t
 SQL
 }
 
-# unmark_pending TABLE...: their keys and indexes are built.
-unmark_pending() {
+# suspend_autovacuum TABLE...: no autovacuum on the TABLEs this bootstrap
+# creates until their keys and indexes are built. The load's inserts would
+# start a vacuum of each large table while it is being copied, taking CPU from
+# the copy, and building its primary key would then wait deadlock_timeout
+# (1 s) for that vacuum to be cancelled. Their storage parameter
+# autovacuum_enabled says so; unmark_pending sets it back as the source has it.
+suspend_autovacuum() {
 	local IFS=,
-	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the indexes built in the target: $(sql_error)"
+	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot turn autovacuum off on the tables to load: $(sql_error)"
+BEGIN;
+SELECT format('ALTER TABLE %s SET (autovacuum_enabled = false)', c.oid::regclass)
+  FROM unnest(string_to_array(:'list', ',')) AS u(t)
+  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))
+ WHERE c.relkind = 'r' \gexec
+COMMIT;
+SQL
+}
+
+# unmark_pending TABLE...: their keys and indexes are built; autovacuum_enabled
+# is again what the source's table says (or unset), in the same transaction.
+unmark_pending() {
+	local IFS=, autovacuum
+	autovacuum=$(sql src -v list="$*" <<'SQL'
+SELECT string_agg(u.t || '=' || substr(o, length('autovacuum_enabled=') + 1), ',')
+  FROM unnest(string_to_array(:'list', ',')) AS u(t)
+  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))
+  CROSS JOIN LATERAL unnest(c.reloptions) AS o
+ WHERE o LIKE 'autovacuum\_enabled=%'
+SQL
+	) || bootstrap_fail $EX_RUNTIME "cannot read the source tables' autovacuum_enabled: $(sql_error)"
+	sql tgt -v list="$*" -v autovacuum="$autovacuum" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the indexes built in the target: $(sql_error)"
+BEGIN;
+WITH src AS (
+  SELECT split_part(kv, '=', 1) AS t, split_part(kv, '=', 2) AS v
+    FROM unnest(string_to_array(nullif(:'autovacuum', ''), ',')) AS kv
+)
+SELECT CASE WHEN src.v IS NULL THEN format('ALTER TABLE %s RESET (autovacuum_enabled)', c.oid::regclass)
+            ELSE format('ALTER TABLE %s SET (autovacuum_enabled = %L)', c.oid::regclass, src.v) END
+  FROM unnest(string_to_array(:'list', ',')) AS u(t)
+  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))
+  LEFT JOIN src ON src.t = u.t
+ WHERE c.relkind = 'r' \gexec
 DELETE FROM pgsync.pending_definitions p USING unnest(string_to_array(:'list', ',')) AS t
- WHERE p.schema_name = split_part(t, '.', 1) AND p.table_name = split_part(t, '.', 2)
+ WHERE p.schema_name = split_part(t, '.', 1) AND p.table_name = split_part(t, '.', 2);
+COMMIT;
 SQL
 }
 
