@@ -71,6 +71,22 @@ unlock() {
 	[ "$(psql_at src -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'bs1_slot' AND active")" = 0 ]
 }
 
+@test "bootstrap creates exactly the configured tables, several to a schema, capitals and \$ included" {
+	psql_at src -c 'CREATE SCHEMA "BsOdd";
+		CREATE TABLE "BsOdd"."A$b" (id int PRIMARY KEY); CREATE TABLE "BsOdd".ab (id int PRIMARY KEY);
+		CREATE TABLE "BsOdd"."Ab" (id int PRIMARY KEY); CREATE TABLE "BsOdd"."A" (id int PRIMARY KEY);
+		CREATE TABLE "BsOdd"."A$bc" (id int PRIMARY KEY); CREATE TABLE public."bs_odd$" (id int PRIMARY KEY);
+		INSERT INTO "BsOdd"."A$b" SELECT generate_series(1, 3); INSERT INTO "BsOdd".ab SELECT generate_series(1, 4);
+		INSERT INTO public."bs_odd$" SELECT generate_series(1, 6);
+		CREATE PUBLICATION bs_odd_pub FOR TABLE "BsOdd"."A$b", "BsOdd".ab, public."bs_odd$"'
+	job_conf bs_odd bs_odd_slot bs_odd_pub 'BsOdd.A$b,BsOdd.ab,public.bs_odd$' >/dev/null
+	run pgs bs_odd bootstrap
+	[ "$status" -eq 0 ]
+	same_tables 'BsOdd.A$b' BsOdd.ab 'public.bs_odd$'
+	# Not the look-alikes: the patterns are anchored and case-sensitive.
+	[ "$(psql_at tgt -c "SELECT string_agg(relname, ' ' ORDER BY relname COLLATE \"C\") FROM pg_class WHERE relnamespace = '\"BsOdd\"'::regnamespace AND relkind = 'r'")" = 'A$b ab' ]
+}
+
 # The definition of a table as text: columns, constraints, indexes, identity.
 table_def() {
 	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" -c "

@@ -227,7 +227,7 @@ copy_tables() {
 	local -a tableargs=()
 	local t
 	BS_PHASE="copying tables"
-	for t in "${TABLES[@]}"; do tableargs+=(--table "$t"); done
+	for t in "${TABLES[@]}"; do tableargs+=(--table "$(quote_table "$t")"); done
 	rm -f "$WORK/copy.fifo"
 	mkfifo "$WORK/copy.fifo"
 	local copies=${CFG[resources.max_parallel_copies]}
