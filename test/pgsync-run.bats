@@ -287,3 +287,23 @@ runtime_conn() {
 		(map(.program) | index("pg-walcat") != null and index("pg-apply") != null and index("pgsync") != null)' \
 		"$BATS_FILE_TMPDIR/rn.run.log"
 }
+
+@test "a job whose schema, table and column names have capitals and \$ bootstraps and streams" {
+	psql_at src -c "CREATE SCHEMA \"McS\";
+		CREATE TABLE \"McS\".\"Orders\$\" (\"Id\" int PRIMARY KEY, \"Note\" text);
+		INSERT INTO \"McS\".\"Orders\$\" SELECT g, 'n' || g FROM generate_series(1, 50) g;
+		CREATE PUBLICATION mc_pub FOR TABLE \"McS\".\"Orders\$\""
+	job_conf mc mc_slot mc_pub 'McS.Orders$' safety.max_retries=1 >/dev/null
+	run pgs mc bootstrap
+	[ "$status" -eq 0 ]
+	same_tables 'McS.Orders$'
+	start_run mc
+	wait_until 20 state_is mc STREAMING
+	psql_at src -c "INSERT INTO \"McS\".\"Orders\$\" SELECT g, 'n' || g FROM generate_series(51, 80) g;
+		UPDATE \"McS\".\"Orders\$\" SET \"Note\" = 'changed' WHERE \"Id\" % 3 = 0;
+		DELETE FROM \"McS\".\"Orders\$\" WHERE \"Id\" % 5 = 0"
+	wait_until 30 same_tables 'McS.Orders$'
+	[ "$(psql_at tgt -c "SELECT count(*) FROM \"McS\".\"Orders\$\"")" = 64 ]
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+}
