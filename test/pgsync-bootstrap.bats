@@ -87,6 +87,72 @@ unlock() {
 	[ "$(psql_at tgt -c "SELECT string_agg(relname, ' ' ORDER BY relname COLLATE \"C\") FROM pg_class WHERE relnamespace = '\"BsOdd\"'::regnamespace AND relkind = 'r'")" = 'A$b ab' ]
 }
 
+@test "a partitioned table is created with its partitions and their indexes, copied through its root, then streamed" {
+	psql_at src -c "CREATE TABLE bs_ev (id int, day date, v text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+		CREATE TABLE bs_ev_1 PARTITION OF bs_ev FOR VALUES FROM ('2026-01-01') TO ('2026-07-01');
+		CREATE TABLE bs_ev_2 PARTITION OF bs_ev FOR VALUES FROM ('2026-07-01') TO ('2027-01-01') PARTITION BY HASH (id);
+		CREATE TABLE bs_ev_2a PARTITION OF bs_ev_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+		CREATE TABLE bs_ev_2b PARTITION OF bs_ev_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+		CREATE INDEX bs_ev_v ON bs_ev (v);
+		INSERT INTO bs_ev SELECT g, date '2026-01-01' + g % 360, 'v' || g FROM generate_series(1, 1000) g;
+		CREATE PUBLICATION bs_ev_pub FOR TABLE bs_ev WITH (publish_via_partition_root = true)"
+	job_conf bs_ev bs_ev_slot bs_ev_pub public.bs_ev safety.max_retries=1 >/dev/null
+	run pgs bs_ev bootstrap
+	[ "$status" -eq 0 ]
+	same_tables bs_ev bs_ev_1 bs_ev_2a bs_ev_2b
+	[ "$(psql_at tgt -c "SELECT string_agg(relid::regclass || ':' || level, ' ' ORDER BY relid::regclass::text) FROM pg_partition_tree('bs_ev')")" = \
+		"bs_ev:0 bs_ev_1:1 bs_ev_2:1 bs_ev_2a:2 bs_ev_2b:2" ]
+	# The key and the index of the root, each with one attached index a leaf.
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_partition_tree('bs_ev_pkey') UNION ALL SELECT count(*) FROM pg_partition_tree('bs_ev_v')" | tr '\n' ' ')" = "5 5 " ]
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'bs_ev%' AND reloptions IS NOT NULL")" = 0 ]
+	start_run bs_ev
+	wait_until 20 state_is bs_ev STREAMING
+	psql_at src -c "INSERT INTO bs_ev VALUES (5000, '2026-02-01', 'new'), (5001, '2026-12-01', 'new');
+		UPDATE bs_ev SET day = '2026-11-30' WHERE id = 10; DELETE FROM bs_ev WHERE id % 100 = 0"
+	wait_until 30 same_tables bs_ev bs_ev_1 bs_ev_2a bs_ev_2b
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+}
+
+@test "a partitioned table whose indexes failed half built: the next bootstrap drops what was built and builds them all" {
+	psql_at src -c "CREATE FUNCTION public.bs_pp_lower(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower(\$1)';
+		CREATE TABLE bs_pp (id int PRIMARY KEY, name text) PARTITION BY RANGE (id);
+		CREATE TABLE bs_pp_1 PARTITION OF bs_pp FOR VALUES FROM (0) TO (50);
+		CREATE TABLE bs_pp_2 PARTITION OF bs_pp FOR VALUES FROM (50) TO (100);
+		CREATE INDEX bs_pp_name ON bs_pp (name); CREATE INDEX bs_pp_1_only ON bs_pp_1 (id, name);
+		CREATE INDEX bs_pp_lower ON bs_pp (public.bs_pp_lower(name));
+		INSERT INTO bs_pp SELECT g, 'N' || g FROM generate_series(0, 99) g;
+		CREATE PUBLICATION bs_pp_pub FOR TABLE bs_pp WITH (publish_via_partition_root = true)"
+	job_conf bs_pp bs_pp_slot bs_pp_pub public.bs_pp >/dev/null
+	run pgs bs_pp bootstrap
+	[ "$status" -eq 1 ]
+	[[ $output == *"function public.bs_pp_lower(text) does not exist"* ]]
+	psql_at tgt -c "CREATE FUNCTION public.bs_pp_lower(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower(\$1)'"
+	# Some of it built, whatever the order pg_restore took.
+	psql_at tgt -c "ALTER TABLE bs_pp ADD PRIMARY KEY (id)" 2>/dev/null || true
+	psql_at tgt -c "CREATE INDEX bs_pp_1_only ON bs_pp_1 (id, name)" 2>/dev/null || true
+	run pgs bs_pp cleanup --yes
+	[ "$status" -eq 0 ]
+	run pgs bs_pp bootstrap --restart-snapshot
+	[ "$status" -eq 0 ]
+	same_tables bs_pp bs_pp_1 bs_pp_2
+	[ "$(indexes_of bs_pp)" = "bs_pp_lower bs_pp_name bs_pp_pkey" ]
+	# Each leaf: its own index once, and one attached to each of the root's.
+	[ "$(indexes_of bs_pp_1)" = "bs_pp_1_bs_pp_lower_idx bs_pp_1_name_idx bs_pp_1_only bs_pp_1_pkey" ]
+	[ "$(indexes_of bs_pp_2)" = "bs_pp_2_bs_pp_lower_idx bs_pp_2_name_idx bs_pp_2_pkey" ]
+}
+
+@test "without a pg_dump for the source, a partitioned table is refused before anything is created (exit 3)" {
+	psql_at src -c "CREATE TABLE bs_pt (id int PRIMARY KEY) PARTITION BY RANGE (id);
+		CREATE TABLE bs_pt_1 PARTITION OF bs_pt FOR VALUES FROM (0) TO (100);
+		CREATE PUBLICATION bs_pt_pub FOR TABLE bs_pt WITH (publish_via_partition_root = true)"
+	job_conf bs_pt bs_pt_slot bs_pt_pub public.bs_pt >/dev/null
+	PGSYNC_PG_DUMP=none run pgs bs_pt bootstrap
+	[ "$status" -eq 3 ]
+	[[ $output == *"partitioned tables are created with pg_dump, and no pg_dump can read this PostgreSQL "*" source (PGSYNC_PG_DUMP=none): install pg_dump "*" or later, or create the partitioned tables and their partitions in the target first"* ]]
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'bs_pt%'")" = 0 ]
+}
+
 # The definition of a table as text: columns, constraints, indexes, identity.
 table_def() {
 	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" -c "

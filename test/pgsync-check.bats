@@ -182,3 +182,20 @@ objects_on() {
 	[[ $output == *"pgsync: check passed with 0 warning(s)"* ]]
 	[[ $output != *"pg_wrapper was run"* ]]
 }
+
+@test "a partitioned table in a publication without publish_via_partition_root: one failure, with the fix, not three" {
+	psql_at src -c "CREATE TABLE app.pt (id int PRIMARY KEY) PARTITION BY RANGE (id);
+		CREATE TABLE app.pt_1 PARTITION OF app.pt FOR VALUES FROM (0) TO (10);
+		CREATE TABLE app.pt_2 PARTITION OF app.pt FOR VALUES FROM (10) TO (20);
+		CREATE PUBLICATION ck_pt_pub FOR TABLE app.pt"
+	job_conf ck_pt ck_pt_slot ck_pt_pub app.pt >/dev/null
+	run pgs ck_pt check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: app.pt is partitioned, and publication ck_pt_pub publishes the changes of its partitions under their own names (publish_via_partition_root is off); fix: ALTER PUBLICATION ck_pt_pub SET (publish_via_partition_root = true)"* ]]
+	[[ $output != *"does not contain app.pt"* ]]
+	[[ $output != *"also contains app.pt_"* ]]
+	psql_at src -c "ALTER PUBLICATION ck_pt_pub SET (publish_via_partition_root = true)"
+	run pgs ck_pt check
+	[[ $output == *"ok    source: publication ck_pt_pub contains exactly the 1 configured tables"* ]]
+	[[ $output != *"partitioned"* ]]
+}

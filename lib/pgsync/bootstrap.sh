@@ -289,7 +289,8 @@ cmd_bootstrap() {
 	BS_DEADLINE=$(($(now_ms) + ${CFG[resources.snapshot_timeout]%ms}))
 	create_slot
 	create_target_tables
-	((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]} == 0)) || suspend_autovacuum "${DEF_MISSING[@]}" "${DEF_PENDING[@]}"
+	((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]} == 0)) ||
+		suspend_autovacuum "${DEF_MISSING[@]}" "${DEF_PENDING[@]}" "${PARTS_MISSING[@]}" "${PARTS_PENDING[@]}"
 	copy_tables
 	BS_PHASE="releasing the snapshot"
 	release_snapshot

@@ -32,11 +32,22 @@ WITH cfg AS (
 ), me AS (
   SELECT rolname, rolcanlogin, rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user
 ), pub AS (
-  SELECT p.oid, p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate, p.puballtables
+  SELECT p.oid, p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate, p.puballtables, p.pubviaroot
     FROM pg_publication p WHERE p.pubname = :'pub'
 ), pubt AS (
   SELECT pt.schemaname || '.' || pt.tablename AS name, format('%I.%I', pt.schemaname, pt.tablename) AS q
     FROM pg_publication_tables pt WHERE pt.pubname = :'pub'
+), parts AS (
+  -- partitions of configured partitioned tables: a publication without
+  -- publish_via_partition_root lists these instead of the table
+  SELECT t.name AS root, n.nspname || '.' || c.relname AS name
+    FROM tbl t CROSS JOIN LATERAL pg_partition_tree(t.reloid) pt
+    JOIN pg_class c ON c.oid = pt.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE t.relkind = 'p' AND pt.level > 0
+), byleaf AS (
+  SELECT t.* FROM tbl t, pub p
+   WHERE t.relkind = 'p' AND NOT p.pubviaroot
+     AND EXISTS (SELECT 1 FROM parts WHERE parts.root = t.name AND parts.name IN (SELECT name FROM pubt))
 ), slots AS (
   SELECT count(*) AS used, count(*) FILTER (WHERE slot_name = :'slot') AS mine,
          count(*) FILTER (WHERE slot_name = :'slot' AND active) AS mine_active
@@ -142,12 +153,17 @@ WITH cfg AS (
   UNION ALL
   SELECT 104, 'fail', format('publication %I does not contain %s', :'pub', t.q),
          format('ALTER PUBLICATION %I ADD TABLE %s', :'pub', t.q)
-    FROM tbl t, pub p WHERE t.name NOT IN (SELECT name FROM pubt)
+    FROM tbl t, pub p WHERE t.name NOT IN (SELECT name FROM pubt) AND t.name NOT IN (SELECT name FROM byleaf)
+  UNION ALL
+  SELECT 104, 'fail', format('%s is partitioned, and publication %I publishes the changes of its partitions under their own names (publish_via_partition_root is off)', t.q, :'pub'),
+         format('ALTER PUBLICATION %I SET (publish_via_partition_root = true)', :'pub')
+    FROM byleaf t
   UNION ALL
   SELECT 105, 'fail', format('publication %I also contains %s, which is not in replication.tables', :'pub', x.q),
          CASE WHEN p.puballtables THEN format('use a publication FOR TABLE %s', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
               ELSE format('ALTER PUBLICATION %I DROP TABLE %s, or add %s to replication.tables', :'pub', x.q, x.name) END
     FROM pubt x, pub p WHERE x.name NOT IN (SELECT name FROM cfg)
+     AND x.name NOT IN (SELECT parts.name FROM parts JOIN byleaf b ON b.name = parts.root)
   UNION ALL
   SELECT 106, 'fail', format('publication %I has a row filter or column list on %s: the copy would not match the stream', :'pub',
                              format('%I.%I', n.nspname, c.relname)),

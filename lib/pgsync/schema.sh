@@ -235,6 +235,24 @@ catalog_definitions() {
 		bootstrap_fail $EX_RUNTIME "cannot read table definitions from the source: $(sql_error)"
 }
 
+# partitions_of TABLE...: the partitions, at every level, of those TABLEs
+# that are partitioned on the source, at the snapshot, one schema.table a
+# line. pg_dump -t takes a partitioned table without its partitions, and a
+# partitioned table without partitions has nowhere to put a row.
+partitions_of() {
+	local IFS=,
+	local list="$*"
+	printf '%s\n' "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT :'snap';" \
+		"SELECT n.nspname || '.' || c.relname
+		   FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
+		  CROSS JOIN LATERAL pg_catalog.pg_partition_tree(
+		        pg_catalog.to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))) AS pt
+		   JOIN pg_catalog.pg_class c ON c.oid = pt.relid
+		   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		  WHERE pt.level > 0 ORDER BY u.ord, pt.level, c.relname;" "COMMIT;" |
+		sql src -v list="$list" -v snap="$SNAP_NAME"
+}
+
 # Decide which definitions this bootstrap copies and read them at the
 # snapshot: DEF_MISSING, the configured tables the target lacks (created
 # now, keys and indexes after the copy), and DEF_PENDING, tables an earlier
@@ -243,7 +261,7 @@ catalog_definitions() {
 create_target_tables() {
 	local -a existing=()
 	local t major out
-	DEF_MISSING=() DEF_PENDING=()
+	DEF_MISSING=() DEF_PENDING=() PARTS_MISSING=() PARTS_PENDING=()
 	mapfile -t existing < <(target_existing_tables)
 	for t in "${TABLES[@]}"; do
 		[[ " ${existing[*]} " == *" $t "* ]] || DEF_MISSING+=("$t")
@@ -262,14 +280,23 @@ create_target_tables() {
 	BS_PHASE="copying table definitions"
 	major=$(sql src <<<"SELECT current_setting('server_version_num')::int / 10000") ||
 		bootstrap_fail $EX_RUNTIME "cannot read the source's version: $(sql_error)"
+	if ((${#DEF_MISSING[@]})); then
+		out=$(partitions_of "${DEF_MISSING[@]}") || bootstrap_fail $EX_RUNTIME "cannot list the source's partitions: $(sql_error)"
+		[[ -z $out ]] || mapfile -t PARTS_MISSING <<<"$out"
+	fi
+	if ((${#DEF_PENDING[@]})); then
+		out=$(partitions_of "${DEF_PENDING[@]}") || bootstrap_fail $EX_RUNTIME "cannot list the source's partitions: $(sql_error)"
+		[[ -z $out ]] || mapfile -t PARTS_PENDING <<<"$out"
+	fi
 	if PG_DUMP=$(find_pg_dump "$major"); then
 		SCHEMA_TOOL=pg_dump
 		PG_RESTORE=$(dirname "$PG_DUMP")/pg_restore
-		((${#DEF_PENDING[@]} == 0)) || dump_definitions schema.pending --section=post-data "${DEF_PENDING[@]}"
+		((${#DEF_PENDING[@]} == 0)) ||
+			dump_definitions schema.pending --section=post-data "${DEF_PENDING[@]}" "${PARTS_PENDING[@]}"
 		((${#DEF_MISSING[@]})) || return 0
-		dump_definitions schema --schema-only "${DEF_MISSING[@]}"
+		dump_definitions schema --schema-only "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
 		mark_pending "${DEF_MISSING[@]}"
-		printf '%s\n' "${DEF_MISSING[@]%%.*}" | awk '!seen[$0]++ { printf "CREATE SCHEMA IF NOT EXISTS \"%s\";\n", $0 }' \
+		printf '%s\n' "${DEF_MISSING[@]%%.*}" "${PARTS_MISSING[@]%%.*}" | awk '!seen[$0]++ { printf "CREATE SCHEMA IF NOT EXISTS \"%s\";\n", $0 }' \
 			>"$STATE_DIR/schema.schemas.sql"
 		run_target_script "creating schemas" "$STATE_DIR/schema.schemas.sql"
 		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=pre-data --no-owner --no-privileges \
@@ -281,6 +308,9 @@ create_target_tables() {
 		SCHEMA_TOOL=catalog
 		if [[ -n ${PGSYNC_PG_DUMP:-} && $PGSYNC_PG_DUMP != none ]]; then
 			bootstrap_fail $EX_PREFLIGHT "PGSYNC_PG_DUMP=$PGSYNC_PG_DUMP cannot dump a PostgreSQL $major source (it must be pg_dump $major or later, with pg_restore beside it)"
+		fi
+		if ((${#PARTS_MISSING[@]} + ${#PARTS_PENDING[@]})); then
+			bootstrap_fail $EX_PREFLIGHT "partitioned tables are created with pg_dump, and no pg_dump can read this PostgreSQL $major source${PGSYNC_PG_DUMP:+ (PGSYNC_PG_DUMP=none)}: install pg_dump $major or later, or create the partitioned tables and their partitions in the target first"
 		fi
 		log_info "building the table definitions from the source catalog (no pg_dump of PostgreSQL $major or later${PGSYNC_PG_DUMP:+: PGSYNC_PG_DUMP=none})"
 		((${#DEF_PENDING[@]} == 0)) || catalog_definitions post "$STATE_DIR/schema.pending.post.sql" "${DEF_PENDING[@]}"
@@ -310,17 +340,20 @@ clear_partial_post_data() {
 	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot drop the keys and indexes an earlier bootstrap left half built: $(sql_error)"
 BEGIN;
 WITH t AS (
-  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
-    FROM unnest(string_to_array(:'list', ',')) AS u(t)
+  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel, u.ord
+    FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
 )
-SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname)
+SELECT format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', c.conrelid::regclass, c.conname)
   FROM t JOIN pg_constraint c ON c.conrelid = t.rel
- WHERE c.contype IN ('p', 'u', 'x') OR (c.contype = 'c' AND NOT c.convalidated) \gexec
+ WHERE (c.contype IN ('p', 'u', 'x') OR (c.contype = 'c' AND NOT c.convalidated)) AND c.coninhcount = 0
+ ORDER BY t.ord \gexec
 WITH t AS (
-  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
-    FROM unnest(string_to_array(:'list', ',')) AS u(t)
+  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel, u.ord
+    FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
 )
-SELECT format('DROP INDEX %s', i.indexrelid::regclass) FROM t JOIN pg_index i ON i.indrelid = t.rel \gexec
+SELECT format('DROP INDEX IF EXISTS %s', i.indexrelid::regclass) FROM t JOIN pg_index i ON i.indrelid = t.rel
+ WHERE NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+ ORDER BY t.ord \gexec
 COMMIT;
 SQL
 }
@@ -353,8 +386,9 @@ restore_post_data() {
 	((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]})) || return 0
 	BS_PHASE="creating indexes and constraints"
 	((${#DEF_MISSING[@]} == 0)) ||
-		restore_post_data_of schema "creating indexes and constraints" "${DEF_MISSING[@]}"
+		restore_post_data_of schema "creating indexes and constraints" "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
 	((${#DEF_PENDING[@]} == 0)) ||
-		restore_post_data_of schema.pending "creating the indexes and constraints an earlier bootstrap left out" "${DEF_PENDING[@]}"
+		restore_post_data_of schema.pending "creating the indexes and constraints an earlier bootstrap left out" \
+			"${DEF_PENDING[@]}" "${PARTS_PENDING[@]}"
 	log_info "created primary keys, indexes and constraints (triggers, rules, policies and foreign keys are not copied)"
 }
