@@ -90,6 +90,19 @@ bench_warm() {
 	cat "$PAIR_DIR"/src/data/pg_wal/0* >/dev/null 2>&1 || true
 }
 
+# bench_autovacuum URL off|reset: autovacuum_enabled on every ordinary table
+# of that database, as pgsync bootstrap and the fast path of doc/snapshot.md
+# do around a copy into new tables (a vacuum the load starts would hold up
+# the primary key's build for deadlock_timeout).
+bench_autovacuum() {
+	local set="SET (autovacuum_enabled = false)"
+	[[ $2 == off ]] || set="RESET (autovacuum_enabled)"
+	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" >/dev/null <<SQL
+SELECT format('ALTER TABLE %s $set', c.oid::regclass) FROM pg_class c
+ WHERE c.relkind = 'r' AND c.relnamespace::regnamespace::text NOT IN ('pg_catalog', 'information_schema', 'pg_toast', 'pgsync') \gexec
+SQL
+}
+
 # wait_sql URL CONDITION TIMEOUT_S: poll CONDITION (an SQL boolean) inside the
 # server every 10 ms over one connection, so waiting costs no process starts.
 # Fails when TIMEOUT_S passes first. Each poll commits: one transaction over

@@ -42,6 +42,7 @@ snap_pgsync() {
 	done
 	IFS=$'\t' read -r slot lsn snap <"$RUN_DIR/slot.out"
 	section "$s" "$t" pre-data --snapshot="$snap" 2>>"$RUN_DIR/stderr" || rc=1
+	((rc == 0)) && { bench_autovacuum "$t" off 2>>"$RUN_DIR/stderr" || rc=1; }
 	# As doc/snapshot.md: the post-data archive is read while the copy runs,
 	# and pg_restore --jobs builds the indexes after it.
 	local dumper=""
@@ -55,6 +56,7 @@ snap_pgsync() {
 	fi
 	[[ -z $dumper ]] || wait "$dumper" || rc=1
 	((rc == 0)) && { pg_restore -d "$t" --jobs "$jobs" --exit-on-error "$RUN_DIR/post.dump" 2>>"$RUN_DIR/stderr" || rc=1; }
+	((rc == 0)) && { bench_autovacuum "$t" reset 2>>"$RUN_DIR/stderr" || rc=1; }
 	exec {holdfd}>&-
 	wait "$holder" || rc=1
 	WALL=$(bench_elapsed "$t0")
