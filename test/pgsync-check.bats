@@ -199,3 +199,20 @@ objects_on() {
 	[[ $output == *"ok    source: publication ck_pt_pub contains exactly the 1 configured tables"* ]]
 	[[ $output != *"partitioned"* ]]
 }
+
+@test "a table bootstrap would create uses types the target lacks: a failure for each, naming the type or its extension" {
+	psql_at src -c "CREATE EXTENSION IF NOT EXISTS citext; CREATE TYPE app.mood AS ENUM ('ok', 'sad');
+		CREATE TABLE app.typed (id int PRIMARY KEY, moods app.mood[], name citext, n numeric);
+		CREATE PUBLICATION ck_ty_pub FOR TABLE app.typed"
+	job_conf ck_ty ck_ty_slot ck_ty_pub app.typed >/dev/null
+	run pgs ck_ty check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  target: app.typed uses type app.mood, which the target does not have: bootstrap creates tables, not types; fix: create type app.mood on the target as the source has it"* ]]
+	[[ $output == *"FAIL  target: app.typed uses type public.citext, which the target does not have: bootstrap creates tables, not types; fix: CREATE EXTENSION citext on the target"* ]]
+	[[ $output != *"type pg_catalog"* ]]
+	psql_at tgt -c "CREATE EXTENSION IF NOT EXISTS citext; CREATE SCHEMA IF NOT EXISTS app; CREATE TYPE app.mood AS ENUM ('ok', 'sad')"
+	run pgs ck_ty check
+	[ "$status" -eq 0 ]
+	[[ $output != *"uses type"* ]]
+	psql_at tgt -c "DROP TYPE app.mood; DROP EXTENSION citext"
+}

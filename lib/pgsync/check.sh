@@ -196,6 +196,25 @@ SELECT coalesce(jsonb_object_agg(u.t, cols), '{}')
                        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) x;
 SQL
 
+# User-defined types the configured tables' columns use (the element type of
+# an array), as JSON {"schema.table": [{"type": "s.t", "ext": extension}]}:
+# bootstrap creates tables, never their types.
+read -r -d '' CHECK_SOURCE_TYPES_SQL <<'SQL'
+SELECT coalesce(jsonb_object_agg(x.t, x.types), '{}') FROM (
+  SELECT u.t, jsonb_agg(DISTINCT jsonb_build_object('type', format('%I.%I', tn.nspname, ty.typname), 'ext', e.extname)) AS types
+    FROM unnest(string_to_array(:'tables', ',')) AS u(t)
+    JOIN pg_namespace n ON n.nspname = split_part(u.t, '.', 1)
+    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.t, '.', 2)
+    JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    JOIN pg_type at ON at.oid = a.atttypid
+    JOIN pg_type ty ON ty.oid = CASE WHEN at.typcategory = 'A' AND at.typelem <> 0 THEN at.typelem ELSE at.oid END
+    JOIN pg_namespace tn ON tn.oid = ty.typnamespace
+    LEFT JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = ty.oid AND d.deptype = 'e'
+    LEFT JOIN pg_extension e ON e.oid = d.refobjid
+   WHERE tn.nspname NOT IN ('pg_catalog', 'information_schema')
+   GROUP BY u.t) x;
+SQL
+
 read -r -d '' CHECK_TARGET_SQL <<'SQL'
 WITH cfg AS (
   SELECT u.t AS name, split_part(u.t, '.', 1) AS nsp, split_part(u.t, '.', 2) AS rel, u.ord
@@ -263,6 +282,13 @@ WITH cfg AS (
     FROM tbl t CROSS JOIN LATERAL jsonb_array_elements_text(coalesce((:'srccols')::jsonb -> t.name, '[]')) AS sc(col)
    WHERE t.reloid IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = t.reloid AND a.attname = sc.col AND NOT a.attisdropped)
+  UNION ALL
+  SELECT 10 + t.ord, 'fail',
+         format('%s uses type %s, which the target does not have: bootstrap creates tables, not types', t.q, ut.ty ->> 'type'),
+         CASE WHEN ut.ty ->> 'ext' IS NOT NULL THEN format('CREATE EXTENSION %I on the target', ut.ty ->> 'ext')
+              ELSE format('create type %s on the target as the source has it', ut.ty ->> 'type') END
+    FROM tbl t CROSS JOIN LATERAL jsonb_array_elements(coalesce((:'srctypes')::jsonb -> t.name, '[]')) AS ut(ty)
+   WHERE t.reloid IS NULL AND to_regtype(ut.ty ->> 'type') IS NULL
 )
 SELECT level, msg, fix FROM checks ORDER BY ord;
 SQL
@@ -284,9 +310,9 @@ SQL
 # bootstrap leaves out the findings about the slot and the job's state,
 # which it resolves itself.
 preflight() {
-	local mode=${1:-check} rows row level msg fix srccols
+	local mode=${1:-check} rows row level msg fix srccols srctypes
 	FINDINGS=() CHECK_FAILS=0 CHECK_WARNS=0 SLOT_FOUND=0 SLOT_FOUND_ACTIVE=f
-	CHECK_SOURCE_OK=0 CHECK_TARGET_OK=0 srccols='{}'
+	CHECK_SOURCE_OK=0 CHECK_TARGET_OK=0 srccols='{}' srctypes='{}'
 
 	if rows=$(sql src -v autopub="${CFG[safety.auto_create_publication]}" <<<"$CHECK_SOURCE_SQL"); then
 		CHECK_SOURCE_OK=1
@@ -299,6 +325,7 @@ preflight() {
 			finding "$level" source "$msg" "$fix"
 		done <<<"$rows"
 		srccols=$(sql src <<<"$CHECK_SOURCE_COLUMNS_SQL") || srccols='{}'
+		srctypes=$(sql src <<<"$CHECK_SOURCE_TYPES_SQL") || srctypes='{}'
 	else
 		finding fail source "cannot connect to the source ($SRC_DISPLAY): $(sql_error)" \
 			"check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"
@@ -316,7 +343,7 @@ preflight() {
 		fi
 	fi
 
-	if rows=$(sql tgt -v srccols="$srccols" <<<"$CHECK_TARGET_SQL"); then
+	if rows=$(sql tgt -v srccols="$srccols" -v srctypes="$srctypes" <<<"$CHECK_TARGET_SQL"); then
 		CHECK_TARGET_OK=1
 		while IFS=$'\x1f' read -r level msg fix; do
 			[[ -n $level ]] && finding "$level" target "$msg" "$fix"
