@@ -638,20 +638,29 @@ wait_input(void)
 		sig_drain();
 }
 
+/*
+ * Start a new rate window once the current one is RATE_WINDOW_MS old. Called
+ * every 256 lines and whenever the input runs dry, so a window grows past
+ * two only when no line was read for that long: its bytes are then not
+ * recent, and a producer that is still ahead shows again within a window.
+ */
+static void
+rate_tick(void)
+{
+	uint64_t now = now_ms(), since = now - A.rate_start_ms;
+
+	if (since < RATE_WINDOW_MS)
+		return;
+	A.rate_prev = since < 2 * RATE_WINDOW_MS ? A.rate_cur : 0;
+	A.rate_cur = 0;
+	A.rate_start_ms = now;
+}
+
 /* Is the producer live rather than catching up (see LIVE_BYTES)? */
 static bool
 input_live(void)
 {
-	uint64_t now = now_ms(), since = now - A.rate_start_ms;
-
-	if (since >= RATE_WINDOW_MS)
-	{
-		/* Bytes counted over a longer span than a window only overstate the
-		 * rate, which errs towards batching. */
-		A.rate_prev = since < 2 * RATE_WINDOW_MS ? A.rate_cur : 0;
-		A.rate_cur = 0;
-		A.rate_start_ms = now;
-	}
+	rate_tick();
 	return A.rate_prev + A.rate_cur < LIVE_BYTES;
 }
 
@@ -693,7 +702,10 @@ run(void)
 				A.rate_cur += len + 1;
 				on_line(line, len);
 				if (++lines % 256 == 0)
+				{
+					rate_tick();
 					timers();
+				}
 				break;
 			case IN_AGAIN:
 				/* Nothing more for a moment: make what we have durable. */
