@@ -899,14 +899,23 @@ EOF
 
 # ---------------------------------------------------------------- signals, heartbeat, roles
 
+# apply_on_fifo [pg-apply options...]: pg-apply reading $BATS_TEST_TMPDIR/in,
+# a FIFO this shell holds open on fd 7 (closing it ends the input), its
+# stderr in $BATS_TEST_TMPDIR/err. Sets the caller's pid; teardown kills it.
+apply_on_fifo() {
+	local fifo=$BATS_TEST_TMPDIR/in
+	mkfifo "$fifo"
+	pg-apply -d "$tgt_URL" "$@" <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	echo "$pid" >>"$BATS_TEST_TMPDIR/pids"
+	exec 7>"$fifo"
+}
+
+
 @test "SIGTERM while waiting for input commits, writes the checkpoint, records the stop and exits 0" {
 	q "CREATE TABLE sg (id int PRIMARY KEY)"
-	local fifo=$BATS_TEST_TMPDIR/in pid
-	mkfifo "$fifo"
-	pg-apply -d "$tgt_URL" --checkpoint "$BATS_TEST_TMPDIR/cp" --max-batch-delay 1h <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	local pid
+	apply_on_fifo --checkpoint "$BATS_TEST_TMPDIR/cp" --max-batch-delay 1h
 	pgcs /dev/fd/7 <<EOF
 PGCS→1→33→1→sg_slot→0/100
 RELATION→public→sg→1→d→1→id→23→-1→k
@@ -928,12 +937,8 @@ EOF
 
 @test "SIGTERM inside an open transaction rolls it back and exits 0" {
 	q "CREATE TABLE sgt (id int PRIMARY KEY)"
-	local fifo=$BATS_TEST_TMPDIR/in pid
-	mkfifo "$fifo"
-	pg-apply -d "$tgt_URL" <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	local pid
+	apply_on_fifo
 	pgcs /dev/fd/7 <<EOF
 PGCS→1→34→1→sgt_slot→0/100
 RELATION→public→sgt→1→d→1→id→23→-1→k
@@ -958,15 +963,12 @@ EOF
 
 @test "SIGTERM while a statement waits on a lock cancels it, rolls the batch back and exits 0" {
 	q "CREATE TABLE lk (id int PRIMARY KEY, v int); INSERT INTO lk VALUES (1, 0)"
-	local fifo=$BATS_TEST_TMPDIR/in pid locker rc=0
+	local pid locker rc=0
 	psql_at tgt -c "BEGIN; LOCK TABLE lk; SELECT pg_sleep(60); COMMIT" >/dev/null 2>&1 3>&- &
 	locker=$!
 	wait_until 10 q_is "SELECT count(*) FROM pg_locks WHERE relation = 'lk'::regclass AND mode = 'AccessExclusiveLock' AND granted" 1
-	mkfifo "$fifo"
-	pg-apply -d "$tgt_URL" <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid $locker" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	apply_on_fifo
+	echo "$locker" >>"$BATS_TEST_TMPDIR/pids"
 	pgcs /dev/fd/7 <<EOF
 PGCS→1→43→1→lk_slot→0/100
 RELATION→public→lk→1→d→2→id→23→-1→k→v→23→-1→-
@@ -988,12 +990,8 @@ EOF
 }
 
 @test "the heartbeat row is refreshed every interval while pg-apply waits for input" {
-	local fifo=$BATS_TEST_TMPDIR/in pid first
-	mkfifo "$fifo"
-	pg-apply -d "$tgt_URL" --heartbeat-interval 1s <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	local pid first
+	apply_on_fifo --heartbeat-interval 1s
 	pgcs /dev/fd/7 <<EOF
 PGCS→1→35→1→hb_slot→0/100
 POSITION→0/400→$T0
@@ -1012,13 +1010,9 @@ EOF
 }
 
 @test "--connection-file: each heartbeat reports the producer's connection state and reconnects; an unreadable file is unknown" {
-	local fifo=$BATS_TEST_TMPDIR/in f=$BATS_TEST_TMPDIR/connection pid
-	mkfifo "$fifo"
+	local f=$BATS_TEST_TMPDIR/connection pid
 	printf 'reconnecting\t3\n' >"$f"
-	pg-apply -d "$tgt_URL" --heartbeat-interval 1s --connection-file "$f" <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	apply_on_fifo --heartbeat-interval 1s --connection-file "$f"
 	pgcs /dev/fd/7 <<EOF
 PGCS→1→36→1→cf_slot→0/100
 POSITION→0/400→$T0
@@ -1040,13 +1034,9 @@ EOF
 }
 
 @test "the heartbeat goes on, as SNAPSHOTTING, while a snapshot section waits for its next frame" {
-	local fifo=$BATS_TEST_TMPDIR/in pid first
+	local pid first
 	q "CREATE TABLE hbs (id int PRIMARY KEY)"
-	mkfifo "$fifo"
-	pg-apply -d "$tgt_URL" --heartbeat-interval 1s <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	apply_on_fifo --heartbeat-interval 1s
 	pgcs /dev/fd/7 <<EOF
 PGCS→1→36→1→hbs_slot→0/1A00000→producer=pg-snapshot-dump/0.1.0
 SNAPSHOT→0/1A00000→00000003-00000002-1→1
@@ -1107,12 +1097,8 @@ EOF
 
 @test "memory stays bounded for a source transaction far larger than the batch limit" {
 	q "CREATE TABLE bigtx (id int PRIMARY KEY, v text)"
-	local fifo=$BATS_TEST_TMPDIR/in pid hwm
-	mkfifo "$fifo"
-	pg-apply -d "$tgt_URL" --max-batch-bytes 1MB --copy-threshold 0 <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	echo "$pid" >"$BATS_TEST_TMPDIR/pids"
-	exec 7>"$fifo"
+	local pid hwm
+	apply_on_fifo --max-batch-bytes 1MB --copy-threshold 0
 	# 300,000 rows (about 45 MB of stream) in one transaction, through
 	# single-row statements; then the same volume through COPY.
 	awk -v t0="$T0" 'BEGIN {
