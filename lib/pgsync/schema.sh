@@ -225,14 +225,21 @@ catalog_definitions() {
 	local which=$1 file=$2 sqltext
 	shift 2
 	local IFS=,
-	# With only pg_catalog on the search path, pg_get_indexdef and friends
-	# qualify every other name, as pg_dump's output does: the target resolves
-	# them with its own search path otherwise.
-	local list="$*" tx="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT :'snap'; SET LOCAL search_path = pg_catalog;"
 	[[ $which == pre ]] && sqltext=$CATALOG_PRE_SQL || sqltext=$CATALOG_POST_SQL
-	printf '%s\n%s\nCOMMIT;\n' "$tx" "$sqltext" |
-		sql src -v missing="$list" -v snap="$SNAP_NAME" >"$file" ||
+	src_at_snapshot "$sqltext" -v missing="$*" >"$file" ||
 		bootstrap_fail $EX_RUNTIME "cannot read table definitions from the source: $(sql_error)"
+}
+
+# src_at_snapshot SQL [psql options...]: SQL's rows, read from the source at
+# the exported snapshot. With only pg_catalog on the search path,
+# pg_get_indexdef and friends qualify every other name, as pg_dump's output
+# does: the target resolves them with its own search path otherwise.
+src_at_snapshot() {
+	local sqltext=$1
+	shift
+	printf '%s\n%s\nCOMMIT;\n' \
+		"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT :'snap'; SET LOCAL search_path = pg_catalog;" \
+		"$sqltext" | sql src -v snap="$SNAP_NAME" "$@"
 }
 
 # partitions_of TABLE...: the partitions, at every level, of those TABLEs
@@ -241,16 +248,12 @@ catalog_definitions() {
 # partitioned table without partitions has nowhere to put a row.
 partitions_of() {
 	local IFS=,
-	local list="$*"
-	printf '%s\n' "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT :'snap';" \
-		"SELECT n.nspname || '.' || c.relname
+	src_at_snapshot "SELECT n.nspname || '.' || c.relname
 		   FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
-		  CROSS JOIN LATERAL pg_catalog.pg_partition_tree(
-		        pg_catalog.to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))) AS pt
-		   JOIN pg_catalog.pg_class c ON c.oid = pt.relid
-		   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		  WHERE pt.level > 0 ORDER BY u.ord, pt.level, c.relname;" "COMMIT;" |
-		sql src -v list="$list" -v snap="$SNAP_NAME"
+		  CROSS JOIN LATERAL pg_partition_tree(to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))) AS pt
+		   JOIN pg_class c ON c.oid = pt.relid
+		   JOIN pg_namespace n ON n.oid = c.relnamespace
+		  WHERE pt.level > 0 ORDER BY u.ord, pt.level, c.relname;" -v list="$*"
 }
 
 # Decide which definitions this bootstrap copies and read them at the
