@@ -12,6 +12,7 @@
 #include "lsn.h"
 #include "out.h"
 #include "pgwait.h"
+#include "session.h"
 #include "sig.h"
 #include "slotinfo.h"
 
@@ -293,7 +294,7 @@ main(int argc, char **argv)
 	sig_setup();
 	target = target_position(&o, &cp);
 
-	conn = conn_open(o.conninfo, false, &err);
+	conn = session_open(o.conninfo, SESSION_SQL, &err);
 	if (conn == NULL)
 	{
 		rc = slot_connect_failure(&err, o.conninfo);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "lsn.h"
 #include "relcache.h"
+#include "session.h"
 #include "sig.h"
 #include "snapload.h"
 #include "srcstatus.h"
@@ -855,7 +856,7 @@ connect_target(void)
 {
 	char shown[512];
 	struct pgerr pe;
-	PGconn *c = conn_open(A.conninfo, false, &pe);
+	PGconn *c = session_open(A.conninfo, SESSION_SQL, &pe);
 
 	if (c == NULL)
 	{

@@ -12,6 +12,7 @@
 #include "lsn.h"
 #include "out.h"
 #include "pgwait.h"
+#include "session.h"
 #include "sig.h"
 #include "slotinfo.h"
 
@@ -162,7 +163,7 @@ connect_source(const struct opts *o, bool replication)
 {
 	struct pgerr err;
 	char shown[512];
-	PGconn *conn = conn_open(o->conninfo, replication, &err);
+	PGconn *conn = session_open(o->conninfo, replication ? SESSION_REPLICATION : SESSION_SQL, &err);
 
 	if (conn == NULL)
 	{

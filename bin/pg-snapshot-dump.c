@@ -12,6 +12,7 @@
 #include "lsn.h"
 #include "out.h"
 #include "record.h"
+#include "session.h"
 #include "sig.h"
 #include "slotinfo.h"
 #include "snapplan.h"
@@ -252,7 +253,7 @@ connect_source(const struct opts *o, bool replication)
 {
 	struct pgerr err;
 	char shown[512];
-	PGconn *conn = conn_open(o->conninfo, replication, &err);
+	PGconn *conn = session_open(o->conninfo, replication ? SESSION_REPLICATION : SESSION_SQL, &err);
 
 	if (conn == NULL)
 	{
@@ -275,10 +276,9 @@ open_snapshot(struct opts *o, char **snapshot_name)
 	struct pgerr err;
 	PGresult *res;
 
-	/* The workers' settings: key boundaries are printed here, parsed there. */
-	if (!conn_reset_timeouts(conn, &err) ||
-		!conn_command(conn, SNAP_SESSION_SETTINGS, 0, NULL, &err) ||
-		!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
+	/* The workers' settings (session_open): key boundaries are printed
+	 * here, parsed there. */
+	if (!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
 		pg_fatal(EXIT_RUNTIME, "cannot start the snapshot transaction", &err);
 	if (o->own_snapshot)
 	{

@@ -11,6 +11,7 @@
 #include "lsn.h"
 #include "out.h"
 #include "replication.h"
+#include "session.h"
 #include "sig.h"
 #include "slotinfo.h"
 #include "srcstatus.h"
@@ -359,7 +360,7 @@ sql_conn(struct walcat *w, struct pgerr *err)
 		w->sql = NULL;
 	}
 	if (w->sql == NULL)
-		w->sql = conn_open(w->o.conninfo, false, err);
+		w->sql = session_open(w->o.conninfo, SESSION_SQL, err);
 	return w->sql;
 }
 
@@ -695,7 +696,7 @@ session(struct walcat *w)
 	struct repl_options ro;
 	struct buf cmd = BUF_INIT;
 	struct pgerr err;
-	PGconn *repl = conn_open(w->o.conninfo, true, &err);
+	PGconn *repl = session_open(w->o.conninfo, SESSION_REPLICATION, &err);
 	uint32_t timeline = 0;
 	lsn_t start = LSN_INVALID;
 	char a[LSN_BUFSZ];
@@ -709,18 +710,6 @@ session(struct walcat *w)
 			log_warn("cannot connect to the source: %s", err.msg);
 		else
 			fail_err("cannot connect to the source", &err, end.code);
-		return end;
-	}
-	/* Values are written by the walsender's output functions: pin the
-	 * settings that shape them, as PostgreSQL's own subscriber does, so the
-	 * stream is unambiguous and the same whatever the server defaults. */
-	if (!conn_command(repl, "SET client_encoding = 'UTF8'; SET datestyle = 'ISO'; "
-					  "SET intervalstyle = 'postgres'; SET extra_float_digits = 3; "
-					  "SET bytea_output = 'hex'; SET timezone = 'UTC'", 0, NULL, &err))
-	{
-		end.retry = err.retryable;
-		end.code = fail_err("cannot configure the replication session", &err, EXIT_RUNTIME);
-		PQfinish(repl);
 		return end;
 	}
 	if ((rc = prepare(w, repl, &start, &timeline, &end)) != EXIT_DONE)

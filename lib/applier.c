@@ -6,6 +6,7 @@
 #include "conn.h"
 #include "escape.h"
 #include "log.h"
+#include "session.h"
 #include "sig.h"
 
 #include <errno.h>
@@ -683,12 +684,7 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	if (!setup_cmd(conn, "SET search_path = ''", err) ||
 		!setup_cmd(conn, "SET synchronous_commit = on", err))
 		return NULL;
-	if (!conn_reset_timeouts(conn, &pe))
-	{
-		apply_err_set(err, EXIT_RUNTIME, "cannot reset session timeouts: %s", pe.msg);
-		return NULL;
-	}
-	*replica_role = conn_command(conn, "SET session_replication_role = replica", 0, NULL, &pe);
+	*replica_role = session_replica_role(conn, &pe);
 	if (!*replica_role && strcmp(pe.sqlstate, "42501") != 0)
 	{
 		apply_err_set(err, EXIT_RUNTIME, "cannot set session_replication_role: %s", pe.msg);

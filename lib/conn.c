@@ -101,9 +101,10 @@ notice_to_log(void *arg, const char *message)
 }
 
 PGconn *
-conn_open(const char *conninfo, bool replication, struct pgerr *err)
+conn_connect(const char *conninfo, const char *const *extra_keys,
+			 const char *const *extra_vals, struct pgerr *err)
 {
-	const char *keys[4], *vals[4];
+	const char *keys[16], *vals[16];
 	int n = 0;
 	PGconn *conn;
 
@@ -128,10 +129,11 @@ conn_open(const char *conninfo, bool replication, struct pgerr *err)
 	}
 	keys[n] = "fallback_application_name";
 	vals[n++] = log_progname();
-	if (replication)
+	/* After dbname: a conninfo string cannot override them. */
+	for (int i = 0; extra_keys && extra_keys[i] && n < 15; i++)
 	{
-		keys[n] = "replication";
-		vals[n++] = "database";
+		keys[n] = extra_keys[i];
+		vals[n++] = extra_vals[i];
 	}
 	keys[n] = NULL;
 	vals[n] = NULL;
@@ -268,22 +270,4 @@ conn_quote_ident(PGconn *conn, const char *ident)
 	copy = xstrdup(q);
 	PQfreemem(q);
 	return copy;
-}
-
-bool
-conn_reset_timeouts(PGconn *conn, struct pgerr *err)
-{
-	int v = PQserverVersion(conn);
-	struct buf sql = BUF_INIT;
-	bool ok;
-
-	buf_puts(&sql, "SET statement_timeout = 0; SET lock_timeout = 0; "
-			 "SET idle_in_transaction_session_timeout = 0");
-	if (v >= 140000)
-		buf_puts(&sql, "; SET idle_session_timeout = 0");
-	if (v >= 170000)
-		buf_puts(&sql, "; SET transaction_timeout = 0");
-	ok = conn_command(conn, buf_cstr(&sql), 0, NULL, err);
-	buf_free(&sql);
-	return ok;
 }

@@ -22,10 +22,13 @@ struct pgerr {
 };
 
 /*
- * Open a connection. replication=true opens a logical replication
- * connection (replication=database). On failure returns NULL and fills err.
+ * Open a connection with extra libpq keywords (NULL-terminated, placed
+ * after the conninfo so that it cannot override them). Programs connect
+ * through session_open(), which adds the session settings. On failure
+ * returns NULL and fills err.
  */
-PGconn *conn_open(const char *conninfo, bool replication, struct pgerr *err);
+PGconn *conn_connect(const char *conninfo, const char *const *extra_keys,
+					 const char *const *extra_vals, struct pgerr *err);
 
 /* "host=/tmp port=5432 user=app dbname=shop": never contains a password. */
 void conn_display(const char *conninfo, char *out, size_t outlen);
@@ -64,12 +67,5 @@ bool conn_identify_system(PGconn *conn, struct sysident *out, struct pgerr *err)
 
 /* Quote an identifier (PQescapeIdentifier) into a malloc'd string. */
 char *conn_quote_ident(PGconn *conn, const char *ident);
-
-/*
- * Reset session settings that could cancel long work: statement_timeout,
- * lock_timeout, idle_in_transaction_session_timeout, idle_session_timeout
- * (14+) and transaction_timeout (17+).
- */
-bool conn_reset_timeouts(PGconn *conn, struct pgerr *err);
 
 #endif

@@ -15,6 +15,7 @@
 #include "loadworker.h"
 #include "common.h"
 #include "log.h"
+#include "session.h"
 #include "sig.h"
 
 #include <errno.h>
@@ -264,7 +265,7 @@ worker_setup(struct lworker *w)
 	struct pgerr err;
 	char shown[512];
 
-	w->conn = conn_open(L->o->conninfo, false, &err);
+	w->conn = session_open(L->o->conninfo, SESSION_SQL, &err);
 	if (w->conn == NULL)
 	{
 		conn_display(L->o->conninfo, shown, sizeof(shown));
@@ -274,18 +275,12 @@ worker_setup(struct lworker *w)
 	pthread_mutex_lock(&L->mu);
 	w->cancel = PQgetCancel(w->conn);
 	pthread_mutex_unlock(&L->mu);
-	/* The stream is UTF-8 text in ISO and postgres styles (pg-walcat and
-	 * pg-snapshot-dump both write it so): parse it the same way. */
-	if (!conn_reset_timeouts(w->conn, &err) ||
-		!conn_command(w->conn, "SET synchronous_commit = off; SET client_encoding = 'UTF8'; "
-					  "SET datestyle = 'ISO'; SET intervalstyle = 'postgres'; SET timezone = 'UTC'",
-					  0, NULL, &err))
+	if (!conn_command(w->conn, "SET synchronous_commit = off", 0, NULL, &err))
 	{
 		loader_fail(L, EXIT_RUNTIME, "cannot set up a target session: %s", err.msg);
 		return false;
 	}
-	if (L->o->replica_role &&
-		!conn_command(w->conn, "SET session_replication_role = replica", 0, NULL, &err))
+	if (L->o->replica_role && !session_replica_role(w->conn, &err))
 	{
 		pthread_mutex_lock(&L->mu);
 		if (!L->warned_role)

@@ -93,7 +93,7 @@ void json_string(struct buf *b, const char *s);
 int slot_preflight(PGconn *conn, bool need_logical, struct pgerr *err);
 
 /*
- * The exit code for a failed conn_open(): EXIT_PREFLIGHT when the role may
+ * The exit code for a failed session_open(): EXIT_PREFLIGHT when the role may
  * not log in or start a walsender (err->msg then carries the fix), otherwise
  * EXIT_RUNTIME.
  */

@@ -10,6 +10,7 @@
  * the reader fills: about jobs x (QUEUE_CHUNKS + 1) chunks, whatever the
  * frame or table size.
  */
+#include "session.h"
 #include "snapload.h"
 #include "buf.h"
 #include "catalog.h"
@@ -445,7 +446,7 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	}
 	loader_init(&L, opts, input_name(in));
 
-	L.ctl = conn_open(opts->conninfo, false, &err);
+	L.ctl = session_open(opts->conninfo, SESSION_SQL, &err);
 	if (L.ctl == NULL)
 	{
 		char shown[512];
@@ -456,8 +457,8 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 		loader_free(&L);
 		return EXIT_RUNTIME;
 	}
-	if (!conn_reset_timeouts(L.ctl, &err) || !catalog_ensure(L.ctl, &err) ||
-		!conn_command(L.ctl, "SET synchronous_commit = off; SET client_encoding = 'UTF8'", 0, NULL, &err))
+	if (!catalog_ensure(L.ctl, &err) ||
+		!conn_command(L.ctl, "SET synchronous_commit = off", 0, NULL, &err))
 	{
 		log_error("cannot prepare the target for the snapshot: %s%s%s%s", err.msg,
 				  err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");

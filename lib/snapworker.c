@@ -9,6 +9,7 @@
  * the last frame of every part of a table, everything of that table is on
  * the output, and TABLEDONE can follow.
  */
+#include "session.h"
 #include "snapworker.h"
 #include "buf.h"
 #include "common.h"
@@ -292,7 +293,7 @@ worker_connect(struct worker *w)
 	struct snaprun *r = w->run;
 	struct pgerr err;
 	struct buf sql = BUF_INIT;
-	PGconn *conn = conn_open(r->o.conninfo, false, &err);
+	PGconn *conn = session_open(r->o.conninfo, SESSION_SQL, &err);
 	char *lit;
 
 	if (conn == NULL)
@@ -306,11 +307,7 @@ worker_connect(struct worker *w)
 	pthread_mutex_lock(&r->mu);
 	w->cancel = PQgetCancel(conn);
 	pthread_mutex_unlock(&r->mu);
-	/* The text form of values must not depend on the role's settings:
-	 * the same as pg-walcat writes, and what any target parses back. */
-	if (!conn_reset_timeouts(conn, &err) ||
-		!conn_command(conn, SNAP_SESSION_SETTINGS, 0, NULL, &err) ||
-		!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
+	if (!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
 	{
 		fail_pg(r, "cannot start a copy session", &err);
 		return conn;

@@ -17,11 +17,6 @@
 #include "out.h"
 #include "snapplan.h"
 
-/* Session settings that fix the text form of values in the stream. */
-#define SNAP_SESSION_SETTINGS \
-	"SET client_encoding = 'UTF8'; SET datestyle = 'ISO'; SET intervalstyle = 'postgres'; " \
-	"SET extra_float_digits = 3; SET bytea_output = 'hex'; SET timezone = 'UTC'"
-
 struct snaprun_opts {
 	const char *conninfo;		/* source */
 	const char *snapshot;		/* exported snapshot every worker imports */

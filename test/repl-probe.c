@@ -19,6 +19,7 @@
 #include "conn.h"
 #include "log.h"
 #include "replication.h"
+#include "session.h"
 
 int
 main(int argc, char **argv)
@@ -36,7 +37,7 @@ main(int argc, char **argv)
 	}
 	log_init("repl-probe");
 	pubs[0] = argv[3];
-	if ((conn = conn_open(argv[1], true, &err)) == NULL)
+	if ((conn = session_open(argv[1], SESSION_REPLICATION, &err)) == NULL)
 	{
 		printf("%d %s\n", repl_error_exit(&err), err.msg);
 		return 0;

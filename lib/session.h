@@ -1,0 +1,52 @@
+/*
+ * session.h - the session settings of every connection pgsync opens, on a
+ * source or a target, in one table, and the one way to connect with them.
+ * The stream is UTF-8 text in ISO and postgres styles: every session that
+ * writes it (walsender, snapshot COPY) or parses it back (apply, load) must
+ * see the same settings, whatever the role's, database's or server's
+ * defaults say. Programs never call conn_connect() themselves, and never
+ * SET a setting of this table anywhere else.
+ */
+#ifndef PGSYNC_SESSION_H
+#define PGSYNC_SESSION_H
+
+#include <stdbool.h>
+#include <libpq-fe.h>
+
+#include "buf.h"
+#include "conn.h"
+
+enum session_kind {
+	SESSION_SQL,				/* an ordinary session, source or target */
+	SESSION_REPLICATION,		/* replication=database on the source */
+};
+
+/*
+ * Connect with the settings: most travel in the startup packet (libpq's
+ * client_encoding and options), so a reconnect cannot forget them and a
+ * role's defaults cannot override them; the few that only some server
+ * versions know are SET right after. The connection's own options (in the
+ * conninfo, or PGOPTIONS) come first, so ours win on the same name.
+ * Returns NULL with err filled (conn_connect's classification) on failure.
+ */
+PGconn *session_open(const char *conninfo, enum session_kind kind, struct pgerr *err);
+
+/*
+ * For a target session that writes rows: session_replication_role = replica,
+ * so the target's triggers and foreign keys do not fire again for what
+ * the source already checked (as PostgreSQL's apply worker). Needs
+ * superuser or SET privilege on it: false with err (SQLSTATE 42501) when
+ * the role may not.
+ */
+bool session_replica_role(PGconn *conn, struct pgerr *err);
+
+/*
+ * The settings every supported server accepts at connect time, as a
+ * PGOPTIONS value ("-c datestyle=ISO -c ..."), and the client encoding,
+ * for sessions that libpq programs other than ours open (psql in the
+ * orchestrator).
+ */
+void session_startup_options(struct buf *out);
+const char *session_client_encoding(void);
+
+#endif

@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# Values arrive byte for byte in targets of any encoding, from sources of
+# any encoding, on both paths (the snapshot: pg-snapshot-dump | pg-apply;
+# the stream: pg-walcat | pg-apply; and pgsync bootstrap + run): the stream
+# is UTF-8 and every session pgsync opens says so. Stored bytes are read
+# back with convert_to(v, getdatabaseencoding()), which returns them as
+# stored. A character the target's encoding cannot hold stops the apply with
+# exit 5, naming table and SQLSTATE but never the value or its bytes, with
+# nothing of its transaction applied.
+
+load lib/cluster
+load pgsync-helpers
+bats_require_minimum_version 1.5.0
+
+# Hex of a text with bytes 09 0a 0d 20-7e a0-ff: every LATIN1 character
+# (ASCII, the tab, newline and carriage return COPY text escapes, and
+# 0xA0-0xFF; 0x80-0x9F are control characters in LATIN1).
+latin1_hex() {
+	printf '%02x' 9 10 13 $(seq 32 126) $(seq 160 255)
+}
+
+# The same characters in UTF-8: U+00A0-U+00BF are c2 a0-bf, U+00C0-U+00FF
+# are c3 80-bf.
+utf8_hex() {
+	local i
+	printf '%02x' 9 10 13 $(seq 32 126)
+	for i in $(seq 160 255); do
+		if ((i < 192)); then printf 'c2%02x' "$i"; else printf 'c3%02x' $((i - 64)); fi
+	done
+}
+
+# The source tables: latin (every LATIN1 character, and café), win (the
+# WIN1252 characters that LATIN1 lacks), jp (Japanese); rows $1 and $1+1.
+# chr() is the code point in a UTF-8 database and the byte in a LATIN1 one:
+# the same characters in both.
+source_rows() {
+	local db=$1 base=$2
+	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -v base="$base" <<'SQL'
+INSERT INTO latin VALUES (:base, 'caf' || chr(233)),
+	(:base + 1, (SELECT string_agg(chr(i), '' ORDER BY o) FROM unnest(ARRAY[9, 10, 13])
+		WITH ORDINALITY AS a(i, o)) || (SELECT string_agg(chr(i), '' ORDER BY i)
+		FROM generate_series(32, 126) i) || (SELECT string_agg(chr(i), '' ORDER BY i)
+		FROM generate_series(160, 255) i));
+SQL
+	if [[ $(psql -X -qAt -d "$db" -c "SELECT getdatabaseencoding()") == UTF8 ]]; then
+		psql -X -q -v ON_ERROR_STOP=1 -d "$db" -v base="$base" <<'SQL'
+INSERT INTO win VALUES (:base, 'x' || chr(8364) || chr(352) || chr(339) || chr(8482) || 'y');
+INSERT INTO jp VALUES (:base, chr(26085) || chr(26412) || chr(35486) || ' ok');
+SQL
+	fi
+}
+
+# stored DB TABLE: "id hex" per row, the bytes as the target stores them.
+stored() {
+	psql -X -qAt -F ' ' -v ON_ERROR_STOP=1 -d "$(db_url "$1")" \
+		-c "SELECT id, encode(convert_to(v, pg_catalog.getdatabaseencoding()), 'hex') FROM $2 ORDER BY id"
+}
+
+db_url() {
+	echo "${tgt_URL/dbname=postgres/dbname=$1}"
+}
+
+src_db() {
+	echo "${src_URL/dbname=postgres/dbname=$1}"
+}
+
+TABLES_SQL="CREATE TABLE latin (id int PRIMARY KEY, v text);
+	CREATE TABLE win (id int PRIMARY KEY, v text);
+	CREATE TABLE jp (id int PRIMARY KEY, v text);
+	CREATE TABLE bad (id int PRIMARY KEY, v text);"
+
+# target_db NAME ENCODING: a target database with the tables.
+target_db() {
+	psql_at tgt -c "CREATE DATABASE $1 ENCODING '$2' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(db_url "$1")" -c "$TABLES_SQL"
+}
+
+setup_file() {
+	cluster_start src
+	cluster_start tgt
+	# A UTF-8 source (the cluster's default) and a LATIN1 one.
+	psql_at src -c "$TABLES_SQL"
+	psql_at src -c "CREATE PUBLICATION pub_latin FOR TABLE latin;
+		CREATE PUBLICATION pub_win FOR TABLE latin, win;
+		CREATE PUBLICATION pub_jp FOR TABLE jp;
+		CREATE PUBLICATION pub_bad FOR TABLE bad"
+	psql_at src -c "CREATE DATABASE l1src ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(src_db l1src)" -c "$TABLES_SQL
+		CREATE PUBLICATION pub_latin FOR TABLE latin"
+	for enc in LATIN1 WIN1252 SQL_ASCII EUC_JP UTF8; do
+		target_db "snap_${enc,,}" "$enc"
+		target_db "strm_${enc,,}" "$enc"
+	done
+	target_db l1snap_utf8 UTF8
+	target_db l1strm_utf8 UTF8
+	target_db l1strm_latin1 LATIN1
+	target_db bad_latin1 LATIN1
+	target_db badsnap_latin1 LATIN1
+
+	# Snapshot rows 1-2, then a slot, then stream rows 11-12.
+	source_rows "$src_URL" 1
+	source_rows "$(src_db l1src)" 1
+	for pub in pub_latin pub_win pub_jp; do
+		pg-snapshot-dump -d "$src_URL" --own-snapshot --publication "$pub" \
+			>"$BATS_FILE_TMPDIR/snap.$pub" 2>>"$BATS_FILE_TMPDIR/dump.log"
+	done
+	pg-snapshot-dump -d "$(src_db l1src)" --own-snapshot --publication pub_latin \
+		>"$BATS_FILE_TMPDIR/l1snap.pub_latin" 2>>"$BATS_FILE_TMPDIR/dump.log"
+	pg-slot create -d "$src_URL" --slot enc_slot >/dev/null
+	pg-slot create -d "$(src_db l1src)" --slot l1_slot >/dev/null
+	source_rows "$src_URL" 11
+	source_rows "$(src_db l1src)" 11
+	# Without --ack-file nothing is confirmed: each publication reads the
+	# slot from the same place.
+	for pub in pub_latin pub_win pub_jp; do
+		pg-walcat -d "$src_URL" --slot enc_slot --publication "$pub" --endpos now \
+			>"$BATS_FILE_TMPDIR/strm.$pub" 2>>"$BATS_FILE_TMPDIR/walcat.log"
+	done
+	pg-walcat -d "$(src_db l1src)" --slot l1_slot --publication pub_latin --endpos now \
+		>"$BATS_FILE_TMPDIR/l1strm.pub_latin" 2>>"$BATS_FILE_TMPDIR/walcat.log"
+}
+
+teardown_file() {
+	cluster_stop_all
+}
+
+# apply FILE DB: pg-apply FILE into target database DB.
+apply() {
+	pg-apply -d "$(db_url "$2")" --job enc "$BATS_FILE_TMPDIR/$1" 2>"$BATS_TEST_TMPDIR/apply.err" || {
+		cat "$BATS_TEST_TMPDIR/apply.err" >&2
+		return 1
+	}
+}
+
+# expect DB TABLE LINES...: the stored rows are exactly LINES.
+expect() {
+	local db=$1 table=$2 got want
+	shift 2
+	got=$(stored "$db" "$table")
+	want=$(printf '%s\n' "$@")
+	if [[ $got != "$want" ]]; then
+		printf 'stored in %s.%s:\n%s\nexpected:\n%s\n' "$db" "$table" "$got" "$want" >&2
+		return 1
+	fi
+}
+
+@test "a LATIN1 target stores every LATIN1 character as its LATIN1 byte, from the snapshot and from the stream" {
+	apply snap.pub_latin snap_latin1
+	apply strm.pub_latin strm_latin1
+	expect snap_latin1 latin "1 636166e9" "2 $(latin1_hex)"
+	expect strm_latin1 latin "11 636166e9" "12 $(latin1_hex)"
+}
+
+@test "a WIN1252 target stores LATIN1 characters and the euro, S caron, oe and trade mark signs as WIN1252 bytes on both paths" {
+	apply snap.pub_win snap_win1252
+	apply strm.pub_win strm_win1252
+	expect snap_win1252 latin "1 636166e9" "2 $(latin1_hex)"
+	expect strm_win1252 latin "11 636166e9" "12 $(latin1_hex)"
+	# x € Š œ ™ y
+	expect snap_win1252 win "1 78808a9c9979"
+	expect strm_win1252 win "11 78808a9c9979"
+}
+
+@test "a SQL_ASCII target stores the stream's UTF-8 bytes unchanged on both paths" {
+	# SQL_ASCII converts nothing: what the client sends (UTF-8) is stored.
+	apply snap.pub_latin snap_sql_ascii
+	apply strm.pub_latin strm_sql_ascii
+	expect snap_sql_ascii latin "1 636166c3a9" "2 $(utf8_hex)"
+	expect strm_sql_ascii latin "11 636166c3a9" "12 $(utf8_hex)"
+}
+
+@test "an EUC_JP target stores Japanese text as EUC_JP bytes on both paths" {
+	apply snap.pub_jp snap_euc_jp
+	apply strm.pub_jp strm_euc_jp
+	# 日 本 語 " ok"
+	expect snap_euc_jp jp "1 c6fccbdcb8ec206f6b"
+	expect strm_euc_jp jp "11 c6fccbdcb8ec206f6b"
+}
+
+@test "a LATIN1 source arrives as UTF-8 in a UTF-8 target and unchanged in a LATIN1 target on both paths" {
+	apply l1snap.pub_latin l1snap_utf8
+	apply l1strm.pub_latin l1strm_utf8
+	apply l1strm.pub_latin l1strm_latin1
+	expect l1snap_utf8 latin "1 636166c3a9" "2 $(utf8_hex)"
+	expect l1strm_utf8 latin "11 636166c3a9" "12 $(utf8_hex)"
+	expect l1strm_latin1 latin "11 636166e9" "12 $(latin1_hex)"
+}
