@@ -1,6 +1,7 @@
 #include "applyerr.h"
 #include "common.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,32 +45,64 @@ applyerr_exit_code(const char *s)
 	return EXIT_RUNTIME;
 }
 
-/* Copy msg with every "quoted" part replaced by "...": data errors quote
- * the offending value ("invalid input syntax for type integer: "x""). */
-static void
-redact(char *out, size_t outlen, const char *msg)
+static bool
+ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+void
+applyerr_redact(const char *sqlstate, const char *msg, char *out, size_t outlen)
 {
 	size_t o = 0;
-	bool inq = false;
+	bool values = sqlstate != NULL && strncmp(sqlstate, "22", 2) == 0 &&
+		strcmp(sqlstate, "22P04") != 0;
 
 	for (const char *p = msg; *p && o + 5 < outlen; p++)
 	{
-		if (*p == '"')
+		if (values && *p == '"')
 		{
-			if (!inq)
+			const char *end = strchr(p + 1, '"');
+
+			if (end == NULL)
+				end = p + strlen(p) - 1;
+			if (ends_with(msg, (size_t) (p - msg), "encoding ") && (size_t) (end - p) + o + 6 < outlen)
 			{
-				memcpy(out + o, "\"...", 4);
-				o += 4;
+				/* An encoding's name, not a value. */
+				memcpy(out + o, p, (size_t) (end - p) + 1);
+				o += (size_t) (end - p) + 1;
 			}
 			else
-				out[o++] = '"';
-			inq = !inq;
+			{
+				memcpy(out + o, "\"...\"", 5);
+				o += 5;
+			}
+			if (*end == '\0')
+				break;
+			p = end;
 		}
-		else if (!inq)
-			out[o++] = *p == '\n' ? ' ' : *p;
+		else if (values && p[0] == '0' && p[1] == 'x' && isxdigit((unsigned char) p[2]) &&
+				 (p == msg || p[-1] == ' '))
+		{
+			/* A run of bytes "0xe2 0x82 0xac" becomes one "...". */
+			while (p[0] == '0' && p[1] == 'x' && isxdigit((unsigned char) p[2]))
+			{
+				p += 2;
+				while (isxdigit((unsigned char) p[1]))
+					p++;
+				if (p[1] == ' ' && p[2] == '0' && p[3] == 'x')
+					p += 2;
+				else
+					break;
+			}
+			memcpy(out + o, "...", 3);
+			o += 3;
+		}
+		else
+			out[o++] = (*p == '\n' || *p == '\t' || *p == '\r') ? ' ' : *p;
 	}
-	if (inq && o + 1 < outlen)
-		out[o++] = '"';
 	out[o] = '\0';
 }
 
@@ -92,6 +125,23 @@ copy_column(const char *ctx, char *out, size_t outlen)
 	memcpy(out, c, (size_t) (end - c));
 	out[end - c] = '\0';
 	return true;
+}
+
+/*
+ * The column of an error in a parameter (a conversion error happens while
+ * the server binds it: context "unnamed portal parameter $2"). Only an
+ * insert's parameters are its columns in order.
+ */
+static const char *
+param_column(const struct pending *p, const char *ctx)
+{
+	const char *c = ctx ? strstr(ctx, "parameter $") : NULL;
+	long n;
+
+	if (c == NULL || p->kind != PK_CHANGE || p->op != 'I' || p->rel == NULL)
+		return NULL;
+	n = strtol(c + strlen("parameter $"), NULL, 10);
+	return n >= 1 && n <= p->rel->ncols ? p->rel->cols[n - 1].name : NULL;
 }
 
 /*
@@ -156,15 +206,11 @@ applyerr_result(const struct pending *p, const PGresult *res, PGconn *conn,
 			snprintf(what, sizeof(what), "target session failed");
 			break;
 	}
-	if (strncmp(state, "22", 2) == 0)
-		redact(msg, sizeof(msg), primary ? primary : "data error");
-	else
-		snprintf(msg, sizeof(msg), "%s", primary ? primary : "error");
-	for (char *c = msg; *c; c++)
-		if (*c == '\n' || *c == '\t')
-			*c = ' ';
+	applyerr_redact(state, primary ? primary : "error", msg, sizeof(msg));
 	if (colname == NULL && copy_column(PQresultErrorField(res, PG_DIAG_CONTEXT), name, sizeof(name)))
 		colname = name;
+	if (colname == NULL)
+		colname = param_column(p, PQresultErrorField(res, PG_DIAG_CONTEXT));
 	if (colname == NULL && p->rel != NULL && primary != NULL)
 		colname = column_of_type(p->rel, primary);
 	if (colname != NULL)

@@ -38,6 +38,15 @@ bool applyerr_check_count(const struct pending *p, const PGresult *res,
 						  struct apply_err *err);
 /* The connection's error message on one line. */
 const char *applyerr_conn_msg(PGconn *conn);
+/*
+ * The one rule that keeps row values out of a server message: for data
+ * exceptions (class 22, except COPY format errors 22P04, which quote column
+ * names), each "quoted" part becomes "..." and each run of bytes ("0xe2
+ * 0x82 0xac", as conversion errors print a character) becomes ...; the
+ * quoted name after "encoding " stays, so a conversion error still names
+ * both encodings. Other messages are kept, on one line.
+ */
+void applyerr_redact(const char *sqlstate, const char *msg, char *out, size_t outlen);
 /* Exit code for a SQLSTATE: data, integrity and schema errors are 5. */
 int applyerr_exit_code(const char *sqlstate);
 

@@ -13,6 +13,7 @@
  * WAL of them all before the caller records the position.
  */
 #include "loadworker.h"
+#include "applyerr.h"
 #include "common.h"
 #include "log.h"
 #include "session.h"
@@ -81,23 +82,15 @@ loader_exit_code(const struct pgerr *err)
 	return EXIT_UNSUPPORTED;
 }
 
-/* Data exceptions quote the offending value: keep row values out of logs. */
+/* Data exceptions quote the offending value: keep row values out of logs,
+ * by the apply's one rule. */
 static void
 redact_values(struct pgerr *err)
 {
-	char *p;
+	char msg[sizeof(err->msg)];
 
-	if (strncmp(err->sqlstate, "22", 2) != 0 || strcmp(err->sqlstate, "22P04") == 0)
-		return;
-	if ((p = strstr(err->msg, ": \"")) != NULL)
-		*p = '\0';
-	if ((p = strstr(err->msg, "value \"")) != NULL)
-	{
-		char *end = strchr(p + 7, '"');
-
-		if (end)
-			memmove(p + 5, end + 1, strlen(end + 1) + 1);
-	}
+	applyerr_redact(err->sqlstate, err->msg, msg, sizeof(msg));
+	memcpy(err->msg, msg, sizeof(msg));
 }
 
 /* The row of a COPY error ("COPY t, line 3, column ..."), 0 when none. */

@@ -221,7 +221,7 @@ SQL
 	run pg-apply -d "$tgt_URL" --job ld2 "$s"
 	[ "$status" -eq 5 ]
 	line=$(grep -n $'^ROW\t42\t' "$s" | cut -d: -f1)
-	[[ $output == *"pg-apply: error: $s:$line: cannot load public.ld_type: invalid input syntax for type integer (SQLSTATE 22P02)"* ]]
+	[[ $output == *"pg-apply: error: $s:$line: cannot load public.ld_type: invalid input syntax for type integer: \"...\" (SQLSTATE 22P02)"* ]]
 	[[ $output != *secret-value* ]]
 	[ "$(psql_at tgt -c "SELECT count(*) FROM ld_type")" = 0 ]
 

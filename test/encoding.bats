@@ -67,7 +67,8 @@ src_db() {
 TABLES_SQL="CREATE TABLE latin (id int PRIMARY KEY, v text);
 	CREATE TABLE win (id int PRIMARY KEY, v text);
 	CREATE TABLE jp (id int PRIMARY KEY, v text);
-	CREATE TABLE bad (id int PRIMARY KEY, v text);"
+	CREATE TABLE bad (id int PRIMARY KEY, v text);
+	CREATE TABLE badsnap (id int PRIMARY KEY, v text);"
 
 # target_db NAME ENCODING: a target database with the tables.
 target_db() {
@@ -184,4 +185,36 @@ expect() {
 	expect l1snap_utf8 latin "1 636166c3a9" "2 $(utf8_hex)"
 	expect l1strm_utf8 latin "11 636166c3a9" "12 $(utf8_hex)"
 	expect l1strm_latin1 latin "11 636166e9" "12 $(latin1_hex)"
+}
+
+# no_bytes FILE: the message names neither the value nor its bytes (in any
+# spelling: the character, its UTF-8 bytes as the server prints them, hex).
+no_bytes() {
+	! grep -qiE 'x€y|€|0xe2|e282ac|\\xe2' "$1"
+}
+
+@test "a character the LATIN1 target cannot hold stops the stream with exit 5 naming table and SQLSTATE, not the bytes, and nothing of its transaction is applied" {
+	local s=$BATS_TEST_TMPDIR/bad.pgcs
+	pg-slot create -d "$src_URL" --slot bad_slot >/dev/null
+	psql_at src -c "INSERT INTO bad VALUES (1, 'ok')"
+	psql_at src -c "BEGIN; INSERT INTO bad VALUES (2, 'fine'); INSERT INTO bad VALUES (3, 'x' || chr(8364) || 'y'); COMMIT"
+	pg-walcat -d "$src_URL" --slot bad_slot --publication pub_bad --endpos now >"$s" 2>/dev/null
+	run pg-apply -d "$(db_url bad_latin1)" --job bad "$s"
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ $output == *'pg-apply: error: cannot apply insert to public.bad: '*'encoding "UTF8" has no equivalent in encoding "LATIN1" (column "v", SQLSTATE 22P05)'* ]]
+	no_bytes <(echo "$output")
+	[ "$(psql -X -qAt -d "$(db_url bad_latin1)" -c "SELECT count(*) FROM bad WHERE id IN (2, 3)")" = 0 ]
+}
+
+@test "a character the LATIN1 target cannot hold stops the snapshot with exit 5 naming table and SQLSTATE, not the bytes, and nothing of the table is loaded" {
+	local s=$BATS_TEST_TMPDIR/badsnap.pgcs
+	psql_at src -c "INSERT INTO badsnap VALUES (1, 'ok'), (2, 'x' || chr(8364) || 'y'), (3, 'ok')"
+	pg-snapshot-dump -d "$src_URL" --own-snapshot --table public.badsnap -q >"$s"
+	run pg-apply -d "$(db_url badsnap_latin1)" --job badsnap "$s"
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ $output == *'cannot load public.badsnap: '*'encoding "UTF8" has no equivalent in encoding "LATIN1"'*'SQLSTATE 22P05)'* ]]
+	no_bytes <(echo "$output")
+	[ "$(psql -X -qAt -d "$(db_url badsnap_latin1)" -c "SELECT count(*) FROM badsnap")" = 0 ]
 }
