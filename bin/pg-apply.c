@@ -107,6 +107,9 @@ struct app {
 
 	/* positions: durable on the target, applied in the open batch, seen */
 	lsn_t durable, applied, received;
+	/* the target's progress when the current stream began: what is below
+	 * it is already applied (never a position this stream promised) */
+	lsn_t skip_below;
 	char commit_time[40], batch_commit_time[40];
 
 	/* the source transaction being read */
@@ -116,6 +119,7 @@ struct app {
 
 	/* the open batch */
 	bool batch_dirty;
+	bool commit_due;			/* full at its last COMMIT: commit once the next line checks out */
 	uint64_t batch_bytes, batch_start_ms, batch_txns;
 
 	/* stream bytes read in the current and the previous rate window */
@@ -293,6 +297,7 @@ commit_batch(void)
 {
 	struct apply_err err;
 
+	A.commit_due = false;
 	if (!A.batch_dirty && (A.ap == NULL || !applier_txn_open(A.ap)))
 		return;
 	if (!applier_commit(A.ap, A.applied, A.batch_commit_time[0] ? A.batch_commit_time : NULL, &err))
@@ -323,6 +328,7 @@ rollback_batch(void)
 		A.rows_mark = applier_rows(A.ap);
 	A.applied = A.durable;
 	A.batch_dirty = false;
+	A.commit_due = false;
 	A.batch_bytes = A.batch_txns = 0;
 	A.batch_start_ms = 0;
 	A.batch_commit_time[0] = '\0';
@@ -432,6 +438,7 @@ on_header(const struct sr_record *rec)
 		fail_at(EXIT_CONTINUITY,
 				"stream starts at %s, after the applied position %s: the transactions in between are not in this stream, resync required",
 				lsn_format(rec->lsn, a), lsn_format(A.applied, b));
+	A.skip_below = A.durable;
 }
 
 /*
@@ -495,7 +502,7 @@ on_snapshot(const struct sr_record *rec)
 	int rc;
 
 	commit_batch();
-	if (A.applied != 0 && rec->lsn <= A.applied)
+	if (A.skip_below != 0 && rec->lsn <= A.skip_below)
 	{
 		skip_snapshot(rec->lsn);
 		return;
@@ -509,7 +516,7 @@ on_snapshot(const struct sr_record *rec)
 	}
 	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
 		fail(&err);
-	A.durable = A.applied = pos;
+	A.durable = A.applied = A.skip_below = pos;
 	if (pos > A.received)
 		A.received = pos;
 	write_checkpoint(true);
@@ -519,14 +526,33 @@ on_snapshot(const struct sr_record *rec)
 	heartbeat(true, false, "STREAMING");
 }
 
+/*
+ * A full batch is committed when the next line is read, and when that line
+ * carries a position (BEGIN, POSITION, END) only once it has checked out: a
+ * COMMIT whose end position is bogus is caught by the next transaction's
+ * BEGIN before the position reaches the target. Other lines may redefine
+ * what the held changes refer to, so the batch goes first.
+ */
+static bool
+checks_promise(const char *line, size_t len)
+{
+	return (len > 6 && memcmp(line, "BEGIN\t", 6) == 0) ||
+		(len > 9 && memcmp(line, "POSITION\t", 9) == 0) ||
+		(len > 4 && memcmp(line, "END\t", 4) == 0);
+}
+
 static void
 on_line(const char *line, size_t len)
 {
 	struct sr_record rec;
 	struct apply_err err;
 
+	if (A.commit_due && !checks_promise(line, len))
+		commit_batch();
 	if (!sr_parse(A.sr, line, len, &rec))
 		fail_at(EXIT_UNSUPPORTED, "%s", sr_error(A.sr));
+	if (A.commit_due)
+		commit_batch();
 	switch (rec.type)
 	{
 		case SR_HEADER:
@@ -541,9 +567,12 @@ on_line(const char *line, size_t len)
 		case SR_BEGIN:
 			A.xid = rec.xid;
 			A.commit_lsn = rec.lsn;
-			/* Below the applied position: applied before, by us or a batch
-			 * still open. Read it to its COMMIT and drop it. */
-			A.skipping = rec.lsn < A.applied;
+			/* Below the target's progress at the header: applied before.
+			 * Read it to its COMMIT and drop it. (Never compared with what
+			 * this stream promised: positions only grow within a stream,
+			 * which the reader checks, so a bogus promise is an error
+			 * rather than a reason to skip.) */
+			A.skipping = rec.lsn < A.skip_below;
 			if (A.skipping)
 				A.skipped++;
 			else if (A.batch_start_ms == 0)
@@ -575,7 +604,7 @@ on_line(const char *line, size_t len)
 			A.batch_bytes += len + 1;
 			if (A.batch_bytes >= A.max_batch_bytes || now_ms() - A.batch_start_ms >= A.max_batch_delay_ms ||
 				applier_wants_commit(A.ap))
-				commit_batch();
+				A.commit_due = true;
 			return;
 		case SR_POSITION:
 		case SR_END:
@@ -712,7 +741,7 @@ run(void)
 				/* Nothing more for a moment: make what we have durable. */
 				if (!sr_in_txn(A.sr) && (A.batch_dirty || (A.ap && applier_txn_open(A.ap))))
 				{
-					if (!input_live() && !input_quiet())
+					if (!A.commit_due && !input_live() && !input_quiet())
 						break;
 					commit_batch();
 				}

@@ -24,6 +24,13 @@ struct streamread {
 	lsn_t commit_lsn;
 	lsn_t last_commit_lsn;		/* of the previous transaction in this stream */
 	bool have_last;
+	/*
+	 * The highest position this stream has promised (header start, COMMIT
+	 * end, POSITION, END, SNAPSHOT): everything committing below it was
+	 * sent. Nothing later in the same stream may lie below it.
+	 */
+	lsn_t promised;
+	const char *promised_by;
 	struct sr_rel **trunc;
 	size_t trunccap;
 	struct buf tmp;
@@ -368,6 +375,41 @@ parse_relation(struct streamread *sr, struct sr_record *rec)
 	return true;
 }
 
+/* --- positions ---------------------------------------------------------- */
+
+/*
+ * Positions only grow within a stream. A record below what the stream
+ * already promised would be read as "already applied" by a consumer that
+ * recorded the promise, and silently skipped: it is a malformed stream.
+ */
+static bool
+not_below(struct streamread *sr, lsn_t lsn, const char *what)
+{
+	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+
+	if (lsn >= sr->promised)
+		return true;
+	return fail(sr, "%s %s is below position %s, which the stream's %s already reached: "
+				"positions never go back within a stream",
+				what, lsn_format(lsn, a), lsn_format(sr->promised, b), sr->promised_by);
+}
+
+static void
+promise(struct streamread *sr, lsn_t lsn, const char *by)
+{
+	if (lsn > sr->promised || sr->promised_by == NULL)
+	{
+		sr->promised = lsn;
+		sr->promised_by = by;
+	}
+}
+
+lsn_t
+sr_promised(const struct streamread *sr)
+{
+	return sr->promised;
+}
+
 /* --- records ----------------------------------------------------------- */
 
 static bool
@@ -421,6 +463,8 @@ parse_header(struct streamread *sr, struct sr_record *rec)
 	sr->in_txn = false;
 	sr->after_begin = false;
 	sr->have_last = false;
+	sr->promised = rec->lsn;
+	sr->promised_by = "header start";
 	/* A new stream describes its tables again before using them. */
 	for (size_t i = 0; i < sr->nbuckets; i++)
 		for (struct sr_rel *r = sr->buckets[i]; r; r = r->next)
@@ -447,6 +491,13 @@ parse_begin(struct streamread *sr, struct sr_record *rec)
 		return fail(sr, "commit LSN %s of transaction %llu is not after the previous one (%s)",
 					lsn_format(rec->lsn, a), (unsigned long long) rec->xid,
 					lsn_format(sr->last_commit_lsn, b));
+	}
+	if (rec->lsn < sr->promised)
+	{
+		char what[64];
+
+		snprintf(what, sizeof(what), "BEGIN of transaction %llu at", (unsigned long long) rec->xid);
+		return not_below(sr, rec->lsn, what);
 	}
 	rec->time = f[3];
 	sr->in_txn = true;
@@ -483,6 +534,7 @@ parse_commit(struct streamread *sr, struct sr_record *rec)
 	sr->after_begin = false;
 	sr->last_commit_lsn = rec->lsn;
 	sr->have_last = true;
+	promise(sr, rec->end_lsn, "COMMIT end");
 	return true;
 }
 
@@ -635,6 +687,9 @@ parse_position(struct streamread *sr, struct sr_record *rec, bool end)
 			return false;
 		rec->time = f[2];
 	}
+	if (!not_below(sr, rec->lsn, name))
+		return false;
+	promise(sr, rec->lsn, name);
 	return true;
 }
 
@@ -727,8 +782,10 @@ sr_parse(struct streamread *sr, const char *line, size_t len, struct sr_record *
 		case SR_SNAPSHOT:
 			if (sr->in_txn)
 				return fail(sr, "SNAPSHOT inside transaction %llu", (unsigned long long) sr->xid);
-			if (!nfields(sr, rec->nf, 4, "SNAPSHOT") || !get_lsn(sr, &f[1], "SNAPSHOT", &rec->lsn))
+			if (!nfields(sr, rec->nf, 4, "SNAPSHOT") || !get_lsn(sr, &f[1], "SNAPSHOT", &rec->lsn) ||
+				!not_below(sr, rec->lsn, "SNAPSHOT"))
 				return false;
+			promise(sr, rec->lsn, "SNAPSHOT");
 			return true;
 	}
 	return fail(sr, "unknown record");

@@ -100,6 +100,13 @@ const char *sr_error(const struct streamread *sr);
 /* Inside BEGIN .. COMMIT? And which transaction. */
 bool sr_in_txn(const struct streamread *sr);
 uint64_t sr_txn_xid(const struct streamread *sr);
+/*
+ * The highest position the current stream has promised: its header's start,
+ * a COMMIT end, a POSITION, END or SNAPSHOT. Within one stream (header to
+ * header) no BEGIN, POSITION, END or SNAPSHOT may lie below it: sr_parse()
+ * rejects one that does.
+ */
+lsn_t sr_promised(const struct streamread *sr);
 /* Has a header been read yet. */
 bool sr_started(const struct streamread *sr);
 

@@ -593,7 +593,7 @@ ROW→3→\\N is not NULL
 ENDCOPY→2
 TABLEDONE→public→sn→2→23
 SNAPSHOTDONE→0/1A00000
-PGCS→1→40→1→sn_slot→0/1A00000→producer=pg-walcat/0.1.0
+PGCS→1→40→1→sn_slot→0/19FFF00→producer=pg-walcat/0.1.0
 RELATION→public→sn→16385→d→2→id→23→-1→k→name→25→-1→-
 BEGIN→741→0/19FFF00→$T0
 INSERT→public→sn→1→Ada

@@ -9,7 +9,9 @@
  * accepts is well-formed (values are valid COPY text, \U only in the new row
  * of an UPDATE and never in a key it must find the row by, field counts match
  * the RELATION), changes appear only inside BEGIN..COMMIT, COMMIT matches its
- * BEGIN, commit LSNs grow within a stream, a header inside a transaction is
+ * BEGIN, commit LSNs grow within a stream, positions never go backwards
+ * within a stream (no BEGIN, POSITION, END or SNAPSHOT below the header's
+ * start, an earlier COMMIT end or POSITION), a header inside a transaction is
  * reported as an interruption of that transaction, and an INSERT's COPY row
  * is exactly the value fields. A rejected line comes with a one-line reason.
  *
@@ -57,10 +59,22 @@ struct model {
 	bool started, in_txn, have_last;
 	uint64_t xid;
 	lsn_t commit_lsn, last_commit_lsn;
+	lsn_t promised;				/* the highest position the stream promised */
 };
 
+/* A position the reader accepted may not lie below an earlier promise;
+ * each but a BEGIN's is a promise itself. */
 static void
-check_record(struct model *m, const struct sr_record *r, const char *line, size_t len)
+check_grows(struct model *m, lsn_t lsn, bool promises)
+{
+	check(lsn >= m->promised, "positions never go backwards within a stream");
+	if (promises && lsn > m->promised)
+		m->promised = lsn;
+}
+
+static void
+check_record(struct model *m, const struct streamread *sr, const struct sr_record *r,
+			 const char *line, size_t len)
 {
 	static const char *const names[] = {
 		"PGCS", "RELATION", "TYPE", "BEGIN", "ORIGIN", "COMMIT", "INSERT", "UPDATE",
@@ -79,6 +93,8 @@ check_record(struct model *m, const struct sr_record *r, const char *line, size_
 			m->started = true;
 			m->in_txn = false;
 			m->have_last = false;
+			m->promised = r->lsn;
+			check(sr_promised(sr) == r->lsn, "a header starts the promise at its start");
 			break;
 		case SR_RELATION:
 			check(r->rel && r->rel->defined && r->rel->ncols >= 0 && r->rel->ncols <= SR_MAX_COLS,
@@ -91,6 +107,7 @@ check_record(struct model *m, const struct sr_record *r, const char *line, size_
 		case SR_BEGIN:
 			check(!m->in_txn, "BEGIN outside a transaction");
 			check(!m->have_last || r->lsn > m->last_commit_lsn, "commit LSNs grow");
+			check_grows(m, r->lsn, false);
 			m->in_txn = true;
 			m->xid = r->xid;
 			m->commit_lsn = r->lsn;
@@ -104,6 +121,7 @@ check_record(struct model *m, const struct sr_record *r, const char *line, size_
 			m->in_txn = false;
 			m->have_last = true;
 			m->last_commit_lsn = r->lsn;
+			check_grows(m, r->end_lsn, true);
 			break;
 		case SR_INSERT:
 			check(m->in_txn, "INSERT inside a transaction");
@@ -149,6 +167,7 @@ check_record(struct model *m, const struct sr_record *r, const char *line, size_
 		case SR_END:
 		case SR_SNAPSHOT:
 			check(!m->in_txn, "positions outside transactions");
+			check_grows(m, r->lsn, true);
 			break;
 		case SR_TYPE:
 			break;
@@ -183,7 +202,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(e && e[0] && strchr(e, '\n') == NULL, "rejection has a one-line reason");
 			break;
 		}
-		check_record(&m, &rec, p, len);
+		check_record(&m, sr, &rec, p, len);
+		check(sr_promised(sr) == m.promised, "sr_promised agrees");
 		check(sr_in_txn(sr) == m.in_txn, "sr_in_txn agrees");
 		check(sr_started(sr), "started after a record");
 		if (rec.type == SR_SNAPSHOT)

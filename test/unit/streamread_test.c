@@ -110,8 +110,38 @@ test_example(void)
 	CHECK(p(sr, "TYPE\t16400\tpublic\tmood"));
 	CHECK(p(sr, "END\t0/1A03000"));
 	CHECK(rec.type == SR_END);
-	CHECK(p(sr, "SNAPSHOT\t0/1A00000\t00000003-00000002-1\t1"));
-	CHECK(rec.type == SR_SNAPSHOT && rec.lsn == 0x1A00000);
+	CHECK(p(sr, "SNAPSHOT\t0/1A03000\t00000003-00000002-1\t1"));
+	CHECK(rec.type == SR_SNAPSHOT && rec.lsn == 0x1A03000);
+	sr_free(sr);
+}
+
+/* Within one stream positions only grow; a new header starts over. */
+static void
+test_positions(void)
+{
+	struct streamread *sr = sr_new();
+
+	CHECK(p(sr, HDR) && sr_promised(sr) == 0x1A00000);
+	/* Below the header's start. */
+	bad(sr, "BEGIN\t1\t0/19FFFFF\t2026-11-30 14:03:07.123456+00",
+		"BEGIN of transaction 1 at 0/19FFFFF is below position 0/1A00000, which the stream's header start");
+	CHECK(p(sr, "POSITION\t0/5000000\t2026-11-30 14:03:07.123456+00"));
+	CHECK(sr_promised(sr) == 0x5000000);
+	/* The reproduction: a transaction below an idle position. */
+	bad(sr, BEGIN1, "below position 0/5000000, which the stream's POSITION already reached");
+	bad(sr, "POSITION\t0/4FFFFFF\t2026-11-30 14:03:07.123456+00", "POSITION 0/4FFFFFF is below");
+	bad(sr, "END\t0/1A00000", "END 0/1A00000 is below");
+	bad(sr, "SNAPSHOT\t0/1A00000\tx\t1", "SNAPSHOT 0/1A00000 is below");
+	/* Equal is fine: a transaction may commit exactly at a position. */
+	CHECK(p(sr, "BEGIN\t2\t0/5000000\t2026-11-30 14:03:07.123456+00"));
+	/* A COMMIT end far ahead promises everything below it. */
+	CHECK(p(sr, "COMMIT\t2\t0/5000000\tA/0\t2026-11-30 14:03:07.123456+00"));
+	CHECK(sr_promised(sr) == 0xA00000000ULL);
+	bad(sr, "BEGIN\t3\t0/5000100\t2026-11-30 14:03:07.123456+00", "which the stream's COMMIT end already reached");
+	CHECK(p(sr, "POSITION\tA/0\t2026-11-30 14:03:07.123456+00"));
+	/* A new stream (a producer restarted from what was confirmed) may go back. */
+	CHECK(p(sr, HDR) && sr_promised(sr) == 0x1A00000);
+	CHECK(p(sr, BEGIN1));
 	sr_free(sr);
 }
 
@@ -311,6 +341,7 @@ main(void)
 {
 	test_example();
 	test_restart_and_redefinition();
+	test_positions();
 	test_malformed();
 	test_mutations();
 	return unit_done("streamread_test");
