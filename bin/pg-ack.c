@@ -284,7 +284,7 @@ main(int argc, char **argv)
 	struct checkpoint cp;
 	struct slotinfo s;
 	struct pgerr err;
-	char shown[512], why[128], l1[LSN_BUFSZ], l2[LSN_BUFSZ], l3[LSN_BUFSZ];
+	char shown[512], why[128], msg[256], l1[LSN_BUFSZ], l2[LSN_BUFSZ], l3[LSN_BUFSZ];
 	PGconn *conn;
 	lsn_t target, got;
 	int rc;
@@ -338,10 +338,8 @@ main(int argc, char **argv)
 			print_result(&o, target, target);
 		return EXIT_DONE;
 	}
-	/* Nothing at or past the flushed position can have been delivered yet. */
-	if (target > s.current_lsn)
-		log_fatal(EXIT_UNSUPPORTED, "position %s is past the source's flushed WAL position %s: "
-				  "it cannot come from this source", l1, lsn_format(s.current_lsn, l3));
+	if (!slotinfo_position_possible(&s, target, msg, sizeof(msg)))
+		log_fatal(EXIT_UNSUPPORTED, "%s", msg);
 	if (o.dry_run)
 	{
 		PQfinish(conn);

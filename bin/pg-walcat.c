@@ -73,7 +73,8 @@ static const char options_help[] =
 	"\n"
 	"Exit status: 0 done (--endpos reached, or stopped by a signal), 1 runtime error,\n"
 	"2 usage, 3 source prerequisite missing, 4 continuity lost (slot missing or\n"
-	"invalidated, acknowledgement from another source or slot).\n";
+	"invalidated, acknowledgement from another source or slot), 5 acknowledged\n"
+	"position past the source's WAL or past what the stream has written.\n";
 
 #define MAX_PUBS 64
 
@@ -279,6 +280,16 @@ read_ack(struct walcat *w)
 		log_error("%s", msg);
 		return rc;
 	}
+	/* The downstream cannot hold what this stream never wrote. */
+	if (present && w->streamed && lsn > ws_written(w->ws))
+	{
+		char a[LSN_BUFSZ], b[LSN_BUFSZ];
+
+		log_error("acknowledged position %s in \"%s\" is past %s, the most this stream has written: "
+				  "it cannot come from this stream", lsn_format(lsn, a), w->o.ack_file,
+				  lsn_format(ws_written(w->ws), b));
+		return EXIT_UNSUPPORTED;
+	}
 	if (present && lsn < w->acked)
 	{
 		char a[LSN_BUFSZ], b[LSN_BUFSZ];
@@ -377,7 +388,7 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 	struct slotinfo slot;
 	struct sysident id;
 	PGconn *sql = NULL;
-	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+	char a[LSN_BUFSZ], b[LSN_BUFSZ], why[256];
 	int rc = EXIT_RUNTIME;
 
 	/* A server restart leaves the old normal connection looking fine until
@@ -437,6 +448,13 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 	snprintf(w->sysid, sizeof(w->sysid), "%s", id.sysid);
 	if ((rc = read_ack(w)) != EXIT_DONE)
 		return rc;
+	/* Checked before anything is sent: the server would confirm it. */
+	if (w->o.ack_file && w->acked != LSN_INVALID &&
+		!slotinfo_position_possible(&slot, w->acked, why, sizeof(why)))
+	{
+		log_error("acknowledgement file \"%s\": %s", w->o.ack_file, why);
+		return EXIT_UNSUPPORTED;
+	}
 	if (w->o.ack_file && w->acked != LSN_INVALID && w->acked < slot.confirmed_flush_lsn)
 	{
 		log_error("replication slot \"%s\" has confirmed %s, beyond %s acknowledged in \"%s\": "

@@ -158,6 +158,18 @@ slotinfo_read(PGconn *conn, const char *slot, struct slotinfo *out,
 }
 
 bool
+slotinfo_position_possible(const struct slotinfo *s, lsn_t pos, char *msg, size_t msglen)
+{
+	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+
+	if (pos <= s->current_lsn)
+		return true;
+	snprintf(msg, msglen, "position %s is past the source's flushed WAL position %s: "
+			 "it cannot come from this source", lsn_format(pos, a), lsn_format(s->current_lsn, b));
+	return false;
+}
+
+bool
 slotinfo_invalidated(const struct slotinfo *s, char *why, size_t whylen)
 {
 	if (s->invalidation_reason[0])

@@ -73,6 +73,15 @@ enum slot_lookup slotinfo_read(PGconn *conn, const char *slot,
  */
 bool slotinfo_invalidated(const struct slotinfo *s, char *why, size_t whylen);
 
+/*
+ * Could pos have been delivered from this source? Nothing at or past the
+ * server's flushed WAL position was decoded yet, so a position beyond it
+ * comes from elsewhere (another server, a damaged file) and confirming it
+ * would make the slot skip what commits up to there: false, with a one-line
+ * reason in msg. Every program that confirms a position asks this first.
+ */
+bool slotinfo_position_possible(const struct slotinfo *s, lsn_t pos, char *msg, size_t msglen);
+
 /* "key<TAB>value" lines, only the fields the server version has. */
 void slotinfo_format_text(const struct slotinfo *s, struct buf *b);
 /* One JSON object and a newline; absent columns are left out, NULL is null. */

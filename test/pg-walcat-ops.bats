@@ -222,6 +222,37 @@ apply_sim() {
 	[[ $output == *"beyond 0/1 acknowledged in \"$ack\""* ]]
 }
 
+@test "an acknowledged position past the source's WAL exits 5 before anything is confirmed; nothing is lost" {
+	new_slot ackahead
+	psql_at src -c "CREATE TABLE aa (id int PRIMARY KEY)"
+	psql_at src -c "INSERT INTO aa VALUES (1)"
+	local ack=$BATS_TEST_TMPDIR/applied.lsn before
+	before=$(confirmed ackahead)
+	write_ack "$ack" FF/0 ackahead
+	run --separate-stderr pg-walcat -d "$src_URL" --slot ackahead --publication pub --ack-file "$ack" --endpos now
+	[ "$status" -eq 5 ]
+	[[ $stderr == *"pg-walcat: error: acknowledgement file \"$ack\": position FF/0 is past the source's flushed WAL position "*"it cannot come from this source"* ]]
+	[ -z "$output" ]
+	[ "$(confirmed ackahead)" = "$before" ]
+	# While streaming: a position past what this stream wrote stops it too.
+	write_ack "$ack" "$before" ackahead
+	bg pg-walcat -d "$src_URL" --slot ackahead --publication pub --ack-file "$ack" --status-interval 100ms \
+		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err"
+	local pid=$! rc=0
+	wait_until 20 grep -q "^COMMIT" "$BATS_TEST_TMPDIR/out"
+	write_ack "$ack" FF/0 ackahead
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 5 ]
+	grep -q "pg-walcat: error: acknowledged position FF/0 in \"$ack\" is past .*, the most this stream has written" "$BATS_TEST_TMPDIR/err"
+	[ "$(confirmed ackahead)" = "$before" ]
+	# Transactions before and after are all still delivered.
+	psql_at src -c "INSERT INTO aa VALUES (2)"
+	write_ack "$ack" "$before" ackahead
+	pg-walcat -d "$src_URL" --slot ackahead --publication pub --ack-file "$ack" --endpos now >"$BATS_TEST_TMPDIR/rest"
+	[ "$(ids "$BATS_TEST_TMPDIR/rest" aa | tr '\n' ' ')" = "1 2 " ]
+	psql_at src -c "DROP TABLE aa"
+}
+
 @test "after kill -9 nothing unacknowledged is lost: the next run from the slot delivers it" {
 	new_slot k9
 	psql_at src -c "CREATE TABLE k9 (id int)"
