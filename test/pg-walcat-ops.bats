@@ -5,6 +5,7 @@
 # against pg_recvlogical with test_decoding.
 
 load lib/cluster
+bats_require_minimum_version 1.5.0
 
 setup_file() {
 	cluster_start src --set logical_decoding_work_mem=64kB
