@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "log.h"
 #include "out.h"
+#include "session.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -575,7 +576,7 @@ read_conninfo(void)
 
 /*
  * Print a pg_service.conf section with every option the connection string
- * sets. libpq's service files hold one key=value a line, so a value with a
+ * sets, and the session settings. libpq's service files hold one key=value a line, so a value with a
  * line break or surrounding blanks cannot be represented: refuse it.
  */
 static int
@@ -583,7 +584,8 @@ print_service(const char *name, const char *label)
 {
 	char *conninfo = read_conninfo();
 	PQconninfoOption *opts;
-	struct buf out = BUF_INIT;
+	struct buf out = BUF_INIT, settings = BUF_INIT;
+	const char *own_options = NULL;
 	int rc = EXIT_DONE;
 
 	if (conninfo[0] == '\0')
@@ -614,8 +616,19 @@ print_service(const char *name, const char *label)
 			rc = EXIT_USAGE;
 			break;
 		}
-		buf_printf(&out, "%s=%s\n", o->keyword, v);
+		if (strcmp(o->keyword, "options") == 0)
+			own_options = v;
+		else if (strcmp(o->keyword, "client_encoding") != 0)
+			buf_printf(&out, "%s=%s\n", o->keyword, v);
 	}
+	/* Every session pgsync opens states the same settings (session.h): so
+	 * do psql, pg_dump and pg_restore here, after the connection's own
+	 * options so that ours win. */
+	if (own_options)
+		buf_puts(&settings, own_options);
+	session_startup_options(&settings);
+	buf_printf(&out, "client_encoding=%s\noptions=%s\n", session_client_encoding(), buf_cstr(&settings));
+	buf_free(&settings);
 	PQconninfoFree(opts);
 	if (rc == EXIT_DONE && write_all(STDOUT_FILENO, out.data, out.len) != 0)
 		log_fatal(EXIT_RUNTIME, "cannot write the service section: %s", strerror(errno));

@@ -2,7 +2,6 @@
 #include "buf.h"
 #include "common.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* The stream's encoding: values are UTF-8 on the wire, whatever the source
@@ -10,11 +9,9 @@
 #define CLIENT_ENCODING "UTF8"
 
 /*
- * since: the first server version (PG_VERSION_NUM) that knows the setting.
- * 0 means every server pgsync talks to: it goes into the startup packet.
- * Others are SET after connecting, as an unknown name in the startup
- * packet would refuse the connection. Values must not contain spaces
- * (PGOPTIONS would need them escaped).
+ * since: the first server version (PG_VERSION_NUM) that knows the setting;
+ * 0: every server. Values must not contain spaces or quotes: they are
+ * written into SET commands and libpq options as they are.
  */
 static const struct setting {
 	const char *name;
@@ -52,38 +49,18 @@ session_client_encoding(void)
 	return CLIENT_ENCODING;
 }
 
-/* The options the connection itself asks for: its conninfo's, else PGOPTIONS
- * (which libpq would no longer read once options is given explicitly). */
-static void
-own_options(const char *conninfo, struct buf *out)
-{
-	PQconninfoOption *opts = conninfo && conninfo[0] ? PQconninfoParse(conninfo, NULL) : NULL;
-	const char *env = getenv("PGOPTIONS");
-	bool found = false;
-
-	for (PQconninfoOption *o = opts; o && o->keyword; o++)
-		if (strcmp(o->keyword, "options") == 0 && o->val && o->val[0])
-		{
-			buf_puts(out, o->val);
-			found = true;
-		}
-	PQconninfoFree(opts);
-	if (!found && env && env[0])
-		buf_puts(out, env);
-}
-
+/* SET every setting this server knows: one round trip. */
 static bool
-set_late(PGconn *conn, struct pgerr *err)
+set_all(PGconn *conn, struct pgerr *err)
 {
 	int v = PQserverVersion(conn);
 	struct buf sql = BUF_INIT;
-	bool ok = true;
+	bool ok;
 
 	for (size_t i = 0; i < NSETTINGS; i++)
-		if (settings[i].since != 0 && v >= settings[i].since)
+		if (v >= settings[i].since)
 			buf_printf(&sql, "%sSET %s = %s", sql.len ? "; " : "", settings[i].name, settings[i].value);
-	if (sql.len)
-		ok = conn_command(conn, buf_cstr(&sql), 0, NULL, err);
+	ok = conn_command(conn, buf_cstr(&sql), 0, NULL, err);
 	buf_free(&sql);
 	return ok;
 }
@@ -91,29 +68,21 @@ set_late(PGconn *conn, struct pgerr *err)
 PGconn *
 session_open(const char *conninfo, enum session_kind kind, struct pgerr *err)
 {
-	struct buf options = BUF_INIT;
-	const char *keys[4], *vals[4];
+	const char *keys[3], *vals[3];
 	int n = 0;
 	PGconn *conn;
 
-	own_options(conninfo, &options);
-	if (options.len)
-		buf_putc(&options, ' ');
-	session_startup_options(&options);
 	if (kind == SESSION_REPLICATION)
 	{
 		keys[n] = "replication";
 		vals[n++] = "database";
 	}
-	keys[n] = "options";
-	vals[n++] = buf_cstr(&options);
 	keys[n] = "client_encoding";
 	vals[n++] = CLIENT_ENCODING;
 	keys[n] = NULL;
 	vals[n] = NULL;
 	conn = conn_connect(conninfo, keys, vals, err);
-	buf_free(&options);
-	if (conn != NULL && !set_late(conn, err))
+	if (conn != NULL && !set_all(conn, err))
 	{
 		PQfinish(conn);
 		return NULL;

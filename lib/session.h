@@ -22,12 +22,14 @@ enum session_kind {
 };
 
 /*
- * Connect with the settings: most travel in the startup packet (libpq's
- * client_encoding and options), so a reconnect cannot forget them and a
- * role's defaults cannot override them; the few that only some server
- * versions know are SET right after. The connection's own options (in the
- * conninfo, or PGOPTIONS) come first, so ours win on the same name.
- * Returns NULL with err filled (conn_connect's classification) on failure.
+ * Connect and state the settings: client_encoding as a connection
+ * parameter (it overrides the conninfo's, a service's and PGCLIENTENCODING),
+ * the others with SET right after connecting, in one round trip, so that
+ * neither a role's or database's defaults nor the connection's own options
+ * can change them, while the connection's other options stay. Every
+ * reconnect goes through here too, so none can forget them. Works on
+ * replication=database connections (walsenders accept SET) on every
+ * server version. Returns NULL with err filled on failure.
  */
 PGconn *session_open(const char *conninfo, enum session_kind kind, struct pgerr *err);
 
@@ -41,10 +43,10 @@ PGconn *session_open(const char *conninfo, enum session_kind kind, struct pgerr 
 bool session_replica_role(PGconn *conn, struct pgerr *err);
 
 /*
- * The settings every supported server accepts at connect time, as a
- * PGOPTIONS value ("-c datestyle=ISO -c ..."), and the client encoding,
- * for sessions that libpq programs other than ours open (psql in the
- * orchestrator).
+ * The settings every server version accepts at connect time, as a libpq
+ * options value ("-c datestyle=ISO -c ..."), and the client encoding, for
+ * the sessions other libpq programs open for pgsync (psql, pg_dump and
+ * pg_restore in the orchestrator get them through its service file).
  */
 void session_startup_options(struct buf *out);
 const char *session_client_encoding(void);

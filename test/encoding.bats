@@ -50,10 +50,11 @@ SQL
 	fi
 }
 
-# stored DB TABLE: "id hex" per row, the bytes as the target stores them.
+# stored DB TABLE [COLUMN]: "id hex" per row, the bytes of COLUMN (v) as
+# the target stores them.
 stored() {
 	psql -X -qAt -F ' ' -v ON_ERROR_STOP=1 -d "$(db_url "$1")" \
-		-c "SELECT id, encode(convert_to(v, pg_catalog.getdatabaseencoding()), 'hex') FROM $2 ORDER BY id"
+		-c "SELECT id, encode(convert_to(${3:-v}, pg_catalog.getdatabaseencoding()), 'hex') FROM $2 ORDER BY id"
 }
 
 db_url() {
@@ -122,6 +123,7 @@ setup_file() {
 }
 
 teardown_file() {
+	if run_alive; then stop_run TERM; fi
 	cluster_stop_all
 }
 
@@ -133,11 +135,12 @@ apply() {
 	}
 }
 
-# expect DB TABLE LINES...: the stored rows are exactly LINES.
+# expect DB TABLE[.COLUMN] LINES...: the stored rows are exactly LINES.
 expect() {
-	local db=$1 table=$2 got want
+	local db=$1 table=${2%%.*} col=${2#*.} got want
+	[[ $2 == *.* ]] || col=v
 	shift 2
-	got=$(stored "$db" "$table")
+	got=$(stored "$db" "$table" "$col")
 	want=$(printf '%s\n' "$@")
 	if [[ $got != "$want" ]]; then
 		printf 'stored in %s.%s:\n%s\nexpected:\n%s\n' "$db" "$table" "$got" "$want" >&2
@@ -217,4 +220,65 @@ no_bytes() {
 	[[ $output == *'cannot load public.badsnap: '*'encoding "UTF8" has no equivalent in encoding "LATIN1"'*'SQLSTATE 22P05)'* ]]
 	no_bytes <(echo "$output")
 	[ "$(psql -X -qAt -d "$(db_url badsnap_latin1)" -c "SELECT count(*) FROM badsnap")" = 0 ]
+}
+
+# shop_rows BASE: café, every LATIN1 character, and 0.1 + 0.2, whose float8
+# text needs extra_float_digits 3 to come back exact.
+shop_rows() {
+	psql_at src -v base="$1" <<'SQL'
+INSERT INTO shop VALUES (:base, 'caf' || chr(233), 1.5),
+	(:base + 1, (SELECT string_agg(chr(i), '' ORDER BY o) FROM unnest(ARRAY[9, 10, 13])
+		WITH ORDINALITY AS a(i, o)) || (SELECT string_agg(chr(i), '' ORDER BY i)
+		FROM generate_series(32, 126) i) || (SELECT string_agg(chr(i), '' ORDER BY i)
+		FROM generate_series(160, 255) i), 0.1::float8 + 0.2::float8);
+SQL
+}
+
+@test "pgsync bootstrap and run with least-privilege roles store LATIN1 characters in a LATIN1 target byte for byte, whatever the roles' own settings" {
+	# Role defaults that would corrupt the stream if any session kept them:
+	# a LATIN1 client encoding on both sides, 15-digit floats on the source.
+	psql_at src -c "CREATE TABLE shop (id int PRIMARY KEY, name text, price float8);
+		CREATE PUBLICATION pub_shop FOR TABLE shop;
+		CREATE ROLE enc_app LOGIN REPLICATION;
+		GRANT CONNECT ON DATABASE postgres TO enc_app; GRANT USAGE ON SCHEMA public TO enc_app;
+		GRANT SELECT ON shop TO enc_app;
+		ALTER ROLE enc_app SET client_encoding = 'LATIN1';
+		ALTER ROLE enc_app SET extra_float_digits = 0;
+		ALTER ROLE enc_app SET datestyle = 'SQL, DMY'"
+	psql_at tgt -c "CREATE DATABASE job_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	psql_at tgt -c "CREATE ROLE enc_tgt LOGIN; GRANT CREATE ON DATABASE job_latin1 TO enc_tgt;
+		ALTER ROLE enc_tgt SET client_encoding = 'LATIN1'"
+	psql -X -q -d "$(db_url job_latin1)" -c "GRANT CREATE ON SCHEMA public TO enc_tgt"
+	shop_rows 1
+	SRC_URL=${src_URL/user=postgres/user=enc_app}
+	TGT_URL=$(db_url job_latin1)
+	TGT_URL=${TGT_URL/user=postgres/user=enc_tgt}
+	job_conf encjob encjob_slot pub_shop public.shop >/dev/null
+	run pgs encjob bootstrap
+	echo "$output"
+	[ "$status" -eq 0 ]
+	start_run encjob
+	shop_rows 11
+	wait_until 60 psql_is_db job_latin1 "SELECT count(*) FROM shop WHERE id > 10" 2
+	stop_run TERM
+	expect job_latin1 shop.name "1 636166e9" "2 $(latin1_hex)" "11 636166e9" "12 $(latin1_hex)"
+	[ "$(psql -X -qAt -d "$(db_url job_latin1)" -c "SELECT count(*) FROM shop WHERE price = 0.1::float8 + 0.2::float8")" = 2 ]
+}
+
+psql_is_db() {
+	[ "$(psql -X -qAt -d "$(db_url "$1")" -c "$2")" = "$3" ]
+}
+
+@test "the orchestrator's service sections give psql the session settings over the role's defaults, after the connection's own options" {
+	psql_at src -c "CREATE ROLE enc_psql LOGIN;
+		ALTER ROLE enc_psql SET client_encoding = 'LATIN1'; ALTER ROLE enc_psql SET datestyle = 'SQL, DMY';
+		ALTER ROLE enc_psql SET extra_float_digits = 0; ALTER ROLE enc_psql SET statement_timeout = '5s'"
+	local svc=$BATS_TEST_TMPDIR/pg_service.conf
+	pgsync-config --service s <<<"${src_URL/user=postgres/user=enc_psql} options='-c search_path=pg_catalog -c datestyle=German'" >"$svc"
+	grep -qx 'client_encoding=UTF8' "$svc"
+	grep -q '^options=-c search_path=pg_catalog -c datestyle=German -c datestyle=ISO ' "$svc"
+	run env PGSERVICEFILE="$svc" psql -X -qAt -d service=s \
+		-c "SELECT current_setting('client_encoding'), current_setting('datestyle'), current_setting('extra_float_digits'), current_setting('statement_timeout'), current_setting('search_path')"
+	[ "$status" -eq 0 ]
+	[ "$output" = "UTF8|ISO, DMY|3|0|pg_catalog" ]
 }

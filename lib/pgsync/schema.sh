@@ -109,9 +109,10 @@ find_pg_dump() {
 run_target_script() {
 	local what=$1 file=$2
 	# Not named psql: $WORK/psql.err is sql()'s error file. Warnings only:
-	# "schema ... already exists, skipping" is no news.
-	PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" \
-		spawn ddl "$file" - "$PSQL" -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT"
+	# "schema ... already exists, skipping" is no news. (A SET, as the
+	# service's options, which carry the session settings, win over PGOPTIONS.)
+	spawn ddl "$file" - "$PSQL" -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT" \
+		-c 'SET client_min_messages = warning' -f -
 	supervise "$BS_DEADLINE" "ddl:$SPAWN_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "$what"
 }
