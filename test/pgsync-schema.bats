@@ -74,7 +74,7 @@ target_has_row() {
 	wait_run 30
 	[ "$RUN_STATUS" -eq 5 ]
 	[ "$(job_state sc)" = ERROR ]
-	[[ $(job_field sc last_error) == "pg-apply exited with status 5: "*"out of range"*"(SQLSTATE 22003)"* ]]
+	[[ $(job_field sc last_error) == "pg-apply exited with status 5: "*"out of range for type integer (column \"n\", SQLSTATE 22003)" ]]
 	# Never truncated or rounded to fit, and the whole transaction waits.
 	[ "$(table_checksum "$tgt_URL" sc_n)" = "$before" ]
 	[ "$(psql_at tgt -c "SELECT count(*) FROM sc_n WHERE id IN (102, 103)")" = 0 ]
