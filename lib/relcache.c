@@ -454,7 +454,9 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 		buf_printf(sql, "INSERT INTO %s (", rel->qname);
 		for (int i = 0; i < rel->ncols; i++)
 			buf_printf(sql, "%s%s", i ? ", " : "", rel->cols[i].qname);
-		buf_puts(sql, ") VALUES (");
+		/* The source's value, also in a GENERATED ALWAYS identity column,
+		 * as the copy's COPY writes it. */
+		buf_puts(sql, ") OVERRIDING SYSTEM VALUE VALUES (");
 		for (int i = 0; i < rel->ncols; i++)
 			buf_printf(sql, "%s$%d", i ? ", " : "", i + 1);
 		buf_putc(sql, ')');

@@ -26,7 +26,7 @@ main(void)
 	struct rc_stmt *s1, *s2, *s3;
 	bool created;
 
-	CHECK_STR(sql_of("I-s-s-s-"), "INSERT INTO \"public\".\"t\" (\"id\", \"name\", \"doc\") VALUES ($1, $2, $3)");
+	CHECK_STR(sql_of("I-s-s-s-"), "INSERT INTO \"public\".\"t\" (\"id\", \"name\", \"doc\") OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3)");
 	/* Key from the new row; the unchanged TOASTed doc is left out. */
 	CHECK_STR(sql_of("UN-vs---"), "UPDATE \"public\".\"t\" SET \"name\" = $1 WHERE \"id\" = $2::pg_catalog.int4");
 	/* Old key: every present column is set, the row found by the old id. */
