@@ -57,11 +57,13 @@ static struct key keys[] = {
 	K("source.slot", T_SLOT, NULL, 0, 0, NULL),
 	K("source.publication", T_IDENT, NULL, 0, 0, NULL),
 	K("replication.tables", T_TABLES, NULL, 0, 0, NULL),
+	K("replication.sequences", T_TABLES, "", 0, 0, NULL),
 	K("safety.auto_create_publication", T_BOOL, "false", 0, 0, NULL),
 	K("safety.heartbeat_interval", T_DURATION, "10s", 1000, 3600000, NULL),
 	K("safety.wal_retention_alarm_bytes", T_SIZE, "10GB", MIB, UINT64_C(1) << 50, NULL),
 	K("safety.wal_retention_action", T_ENUM, "warn", 0, 0, "warn|stop"),
 	K("safety.max_retries", T_INT, "5", 0, 1000, NULL),
+	K("safety.sequence_margin", T_INT, "0", 0, 1000000000000, NULL),
 	K("resources.snapshot_timeout", T_DURATION, "6h", 1000, UINT64_C(30) * 86400000, NULL),
 	K("resources.max_message_bytes", T_SIZE, NULL, 1024, UINT64_C(1) << 30, NULL),
 	K("resources.max_inflight_bytes", T_SIZE, "64MB", 64 * 1024, UINT64_C(1) << 40, NULL),
@@ -151,14 +153,24 @@ set_num(struct key *k, uint64_t v, const char *unit)
 	set_text(k, tmp);
 }
 
-/* Tables: "schema.table" items, comma-separated, no duplicates. */
+/*
+ * Tables (or sequences): "schema.name" items, comma-separated, no
+ * duplicates. An optional list (default "") may be empty.
+ */
 static bool
 check_tables(struct key *k, const char *v, int line)
 {
 	struct buf out = BUF_INIT;
-	char *copy = xstrdup(v), *item = copy;
+	char *copy, *item;
 	bool ok = true;
+	const char *noun = strcmp(k->name, "replication.sequences") == 0 ? "sequence" : "table";
 
+	if (v[0] == '\0' && k->def && k->def[0] == '\0')
+	{
+		set_text(k, "");
+		return true;
+	}
+	copy = item = xstrdup(v);
 	for (;;)
 	{
 		char *comma = strchr(item, ','), *t, *dot;
@@ -174,7 +186,8 @@ check_tables(struct key *k, const char *v, int line)
 		}
 		else if (dot == NULL || !ident_ok(t, (size_t) (dot - t)) || !ident_ok(dot + 1, strlen(dot + 1)))
 		{
-			cfg_error(line, "invalid table \"%s\" in %s: expected schema.table, each name 1-63 letters, digits, _ or $ as stored in the catalog", t, k->name);
+			cfg_error(line, "invalid %s \"%s\" in %s: expected schema.%s, each name 1-63 letters, digits, _ or $ as stored in the catalog",
+					  noun, t, k->name, noun);
 			ok = false;
 		}
 		else
@@ -194,7 +207,7 @@ check_tables(struct key *k, const char *v, int line)
 			}
 			if (dup)
 			{
-				cfg_error(line, "table \"%s\" is listed twice in %s", t, k->name);
+				cfg_error(line, "%s \"%s\" is listed twice in %s", noun, t, k->name);
 				ok = false;
 			}
 			buf_printf(&out, "%s%s", out.len ? "," : "", t);

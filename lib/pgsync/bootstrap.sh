@@ -288,7 +288,9 @@ cmd_bootstrap() {
 	reset_job_row
 	BS_DEADLINE=$(($(now_ms) + ${CFG[resources.snapshot_timeout]%ms}))
 	create_slot
+	sequences_prepare
 	create_target_tables
+	sequences_bootstrap
 	((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]} == 0)) ||
 		suspend_autovacuum "${DEF_MISSING[@]}" "${DEF_PENDING[@]}" "${PARTS_MISSING[@]}" "${PARTS_PENDING[@]}"
 	copy_tables

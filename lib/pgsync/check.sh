@@ -326,6 +326,7 @@ preflight() {
 		done <<<"$rows"
 		srccols=$(sql src <<<"$CHECK_SOURCE_COLUMNS_SQL") || srccols='{}'
 		srctypes=$(sql src <<<"$CHECK_SOURCE_TYPES_SQL") || srctypes='{}'
+		sequences_check
 	else
 		finding fail source "cannot connect to the source ($SRC_DISPLAY): $(sql_error)" \
 			"check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"

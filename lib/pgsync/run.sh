@@ -142,6 +142,7 @@ monitor_tick() {
 	fi
 	slot_continuity
 	wal_retention || pause
+	sequences_follow
 }
 
 # The exit status that explains a stream that ended: the more specific of
@@ -203,6 +204,7 @@ cmd_run() {
 			signal)
 				log_info "stopping job $JOB on SIG$STOP_SIGNAL"
 				stop_stream
+				sequences_follow
 				log_info "job $JOB stopped cleanly (state $RUN_STATE); pgsync run resumes it"
 				return $EX_OK
 				;;
