@@ -85,7 +85,9 @@ setup_file() {
 	psql_at src -c "CREATE PUBLICATION pub_latin FOR TABLE latin;
 		CREATE PUBLICATION pub_win FOR TABLE latin, win;
 		CREATE PUBLICATION pub_jp FOR TABLE jp;
-		CREATE PUBLICATION pub_bad FOR TABLE bad"
+		CREATE PUBLICATION pub_bad FOR TABLE bad;
+		CREATE TABLE badrun (id int PRIMARY KEY, v text);
+		CREATE PUBLICATION pub_badrun FOR TABLE badrun"
 	psql_at src -c "CREATE DATABASE l1src ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
 	psql -X -q -v ON_ERROR_STOP=1 -d "$(src_db l1src)" -c "$TABLES_SQL
 		CREATE PUBLICATION pub_latin FOR TABLE latin"
@@ -98,6 +100,8 @@ setup_file() {
 	target_db l1strm_latin1 LATIN1
 	target_db bad_latin1 LATIN1
 	target_db badsnap_latin1 LATIN1
+	target_db badrun_latin1 LATIN1
+	psql -X -q -d "$(db_url badrun_latin1)" -c "CREATE TABLE badrun (id int PRIMARY KEY, v text)"
 
 	# Snapshot rows 1-2, then a slot, then stream rows 11-12.
 	source_rows "$src_URL" 1
@@ -210,6 +214,21 @@ no_bytes() {
 	[ "$(psql -X -qAt -d "$(db_url bad_latin1)" -c "SELECT count(*) FROM bad WHERE id IN (2, 3)")" = 0 ]
 }
 
+@test "a character the LATIN1 target cannot hold in a run of inserts applied by COPY stops with exit 5 and nothing of its transaction is applied" {
+	local s=$BATS_TEST_TMPDIR/badrun.pgcs
+	pg-slot create -d "$src_URL" --slot badrun_slot >/dev/null
+	psql_at src -c "INSERT INTO badrun SELECT g, 'ok' FROM generate_series(1, 40) g;
+		INSERT INTO badrun VALUES (41, 'x' || chr(8364) || 'y');
+		INSERT INTO badrun SELECT g, 'ok' FROM generate_series(42, 80) g"
+	pg-walcat -d "$src_URL" --slot badrun_slot --publication pub_badrun --endpos now >"$s" 2>/dev/null
+	run pg-apply -d "$(db_url badrun_latin1)" --job badrun "$s"
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ $output == *'pg-apply: error: cannot apply insert to public.badrun: '*'encoding "UTF8" has no equivalent in encoding "LATIN1"'*'SQLSTATE 22P05)'* ]]
+	no_bytes <(echo "$output")
+	[ "$(psql -X -qAt -d "$(db_url badrun_latin1)" -c "SELECT count(*) FROM badrun")" = 0 ]
+}
+
 @test "a character the LATIN1 target cannot hold stops the snapshot with exit 5 naming table and SQLSTATE, not the bytes, and nothing of the table is loaded" {
 	local s=$BATS_TEST_TMPDIR/badsnap.pgcs
 	psql_at src -c "INSERT INTO badsnap VALUES (1, 'ok'), (2, 'x' || chr(8364) || 'y'), (3, 'ok')"
@@ -281,4 +300,12 @@ psql_is_db() {
 		-c "SELECT current_setting('client_encoding'), current_setting('datestyle'), current_setting('extra_float_digits'), current_setting('statement_timeout'), current_setting('search_path')"
 	[ "$status" -eq 0 ]
 	[ "$output" = "UTF8|ISO, DMY|3|0|pg_catalog" ]
+}
+
+@test "every connection is opened by the session module, and no other file sets a session setting" {
+	cd "$PGSYNC_ROOT"
+	run grep -rlE 'conn_connect\(|PQconnectdb|PQconnectStart|PQsetdbLogin' bin lib --include=*.c
+	[ "$(sort <<<"$output" | tr '\n' ' ')" = "lib/conn.c lib/session.c " ]
+	run grep -rIE "(^|[\"'; ])SET +(LOCAL +)?(client_encoding|datestyle|intervalstyle|extra_float_digits|bytea_output|timezone|statement_timeout|lock_timeout|idle_in_transaction_session_timeout|idle_session_timeout|transaction_timeout|session_replication_role)\b" bin lib
+	[ "$(grep -v '^lib/session\.[ch]:' <<<"$output")" = "" ]
 }
