@@ -212,6 +212,11 @@ no_bytes() {
 	[[ $output == *'pg-apply: error: cannot apply insert to public.bad: '*'encoding "UTF8" has no equivalent in encoding "LATIN1" (column "v", SQLSTATE 22P05)'* ]]
 	no_bytes <(echo "$output")
 	[ "$(psql -X -qAt -d "$(db_url bad_latin1)" -c "SELECT count(*) FROM bad WHERE id IN (2, 3)")" = 0 ]
+	# The recorded position stays before it: a rerun stops at the same place.
+	run pg-apply -d "$(db_url bad_latin1)" --job bad "$s"
+	[ "$status" -eq 5 ]
+	[[ $output == *'public.bad: '*'SQLSTATE 22P05)'* ]]
+	[ "$(psql -X -qAt -d "$(db_url bad_latin1)" -c "SELECT count(*) FROM bad WHERE id IN (2, 3)")" = 0 ]
 }
 
 @test "a character the LATIN1 target cannot hold in a run of inserts applied by COPY stops with exit 5 and nothing of its transaction is applied" {
@@ -308,4 +313,21 @@ psql_is_db() {
 	[ "$(sort <<<"$output" | tr '\n' ' ')" = "lib/conn.c lib/session.c " ]
 	run grep -rIE "(^|[\"'; ])SET +(LOCAL +)?(client_encoding|datestyle|intervalstyle|extra_float_digits|bytea_output|timezone|statement_timeout|lock_timeout|idle_in_transaction_session_timeout|idle_session_timeout|transaction_timeout|session_replication_role)\b" bin lib
 	[ "$(grep -v '^lib/session\.[ch]:' <<<"$output")" = "" ]
+}
+
+@test "a connection's own options stay but cannot change the text form of values, in the copy and in the stream" {
+	psql_at src -c "CREATE TABLE fl (id int PRIMARY KEY, f float8, d date, v text);
+		CREATE PUBLICATION pub_fl FOR TABLE fl;
+		INSERT INTO fl VALUES (1, 0.1::float8 + 0.2::float8, '2024-02-03', 'caf' || chr(233))"
+	local url="$src_URL options='-c extra_float_digits=0 -c datestyle=SQL,DMY -c application_name=mine'"
+	pg-slot create -d "$src_URL" --slot fl_slot >/dev/null
+	psql_at src -c "INSERT INTO fl VALUES (2, 0.1::float8 + 0.2::float8, '2024-02-03', 'caf' || chr(233))"
+	pg-snapshot-dump -d "$url" --own-snapshot --table public.fl -q >"$BATS_TEST_TMPDIR/fl.snap"
+	pg-walcat -d "$url" --slot fl_slot --publication pub_fl --endpos now >"$BATS_TEST_TMPDIR/fl.strm" 2>/dev/null
+	grep -q $'^ROW\t1\t0.30000000000000004\t2024-02-03\tcaf\xc3\xa9$' "$BATS_TEST_TMPDIR/fl.snap"
+	grep -q $'\t2\t0.30000000000000004\t2024-02-03\tcaf\xc3\xa9$' "$BATS_TEST_TMPDIR/fl.strm"
+	# The connection's own options reach the server (a bad one is refused).
+	run pg-slot show -d "$src_URL options='-c work_mem=bogus'" --slot fl_slot
+	[ "$status" -ne 0 ]
+	[[ $output == *'work_mem'* ]]
 }
