@@ -65,6 +65,9 @@ src_db() {
 	echo "${src_URL/dbname=postgres/dbname=$1}"
 }
 
+# An identifier with é in any server encoding (a Unicode escape).
+CAFE='U&"caf\00e9"'
+
 TABLES_SQL="CREATE TABLE latin (id int PRIMARY KEY, v text);
 	CREATE TABLE win (id int PRIMARY KEY, v text);
 	CREATE TABLE jp (id int PRIMARY KEY, v text);
@@ -89,15 +92,18 @@ setup_file() {
 		CREATE TABLE badrun (id int PRIMARY KEY, v text);
 		CREATE PUBLICATION pub_badrun FOR TABLE badrun"
 	psql_at src -c "CREATE DATABASE l1src ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	# A table named café too: names are converted as values are.
 	psql -X -q -v ON_ERROR_STOP=1 -d "$(src_db l1src)" -c "$TABLES_SQL
-		CREATE PUBLICATION pub_latin FOR TABLE latin"
+		CREATE TABLE $CAFE (id int PRIMARY KEY, v text);
+		CREATE PUBLICATION pub_latin FOR TABLE latin, $CAFE"
 	for enc in LATIN1 WIN1252 SQL_ASCII EUC_JP UTF8; do
 		target_db "snap_${enc,,}" "$enc"
 		target_db "strm_${enc,,}" "$enc"
 	done
-	target_db l1snap_utf8 UTF8
-	target_db l1strm_utf8 UTF8
-	target_db l1strm_latin1 LATIN1
+	for db in l1snap_utf8:UTF8 l1strm_utf8:UTF8 l1strm_latin1:LATIN1; do
+		target_db "${db%:*}" "${db#*:}"
+		psql -X -q -d "$(db_url "${db%:*}")" -c "CREATE TABLE $CAFE (id int PRIMARY KEY, v text)"
+	done
 	target_db bad_latin1 LATIN1
 	target_db badsnap_latin1 LATIN1
 	target_db badrun_latin1 LATIN1
@@ -106,6 +112,7 @@ setup_file() {
 	# Snapshot rows 1-2, then a slot, then stream rows 11-12.
 	source_rows "$src_URL" 1
 	source_rows "$(src_db l1src)" 1
+	psql -X -q -d "$(src_db l1src)" -c "INSERT INTO $CAFE VALUES (1, 'ok')"
 	for pub in pub_latin pub_win pub_jp; do
 		pg-snapshot-dump -d "$src_URL" --own-snapshot --publication "$pub" \
 			>"$BATS_FILE_TMPDIR/snap.$pub" 2>>"$BATS_FILE_TMPDIR/dump.log"
@@ -116,6 +123,7 @@ setup_file() {
 	pg-slot create -d "$(src_db l1src)" --slot l1_slot >/dev/null
 	source_rows "$src_URL" 11
 	source_rows "$(src_db l1src)" 11
+	psql -X -q -d "$(src_db l1src)" -c "INSERT INTO $CAFE VALUES (11, 'ok')"
 	# Without --ack-file nothing is confirmed: each publication reads the
 	# slot from the same place.
 	for pub in pub_latin pub_win pub_jp; do
@@ -192,6 +200,10 @@ expect() {
 	expect l1snap_utf8 latin "1 636166c3a9" "2 $(utf8_hex)"
 	expect l1strm_utf8 latin "11 636166c3a9" "12 $(utf8_hex)"
 	expect l1strm_latin1 latin "11 636166e9" "12 $(latin1_hex)"
+	# The table named café, found by name on both sides.
+	for db in l1snap_utf8:1 l1strm_utf8:11 l1strm_latin1:11; do
+		[ "$(psql -X -qAt -d "$(db_url "${db%:*}")" -c "SELECT string_agg(id::text, ',') FROM $CAFE")" = "${db#*:}" ]
+	done
 }
 
 # no_bytes FILE: the message names neither the value nor its bytes (in any
