@@ -2,7 +2,6 @@
 #include "buf.h"
 #include "common.h"
 
-#include <string.h>
 
 /* The stream's encoding: values are UTF-8 on the wire, whatever the source
  * and target databases store; each server converts to and from its own. */
