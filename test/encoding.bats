@@ -212,17 +212,24 @@ no_bytes() {
 	! grep -qiE 'x€y|€|0xe2|e282ac|\\xe2' "$1"
 }
 
+# stops_unrepresentable DB JOB FILE PREFIX [TAIL]: pg-apply of FILE into DB
+# exits 5 with PREFIX, both encodings and TAIL (SQLSTATE 22P05), and
+# without the character or its bytes.
+stops_unrepresentable() {
+	run pg-apply -d "$(db_url "$1")" --job "$2" "$3"
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ $output == *"$4"*'encoding "UTF8" has no equivalent in encoding "LATIN1"'*"${5:-SQLSTATE 22P05)}"* ]]
+	no_bytes <(echo "$output")
+}
+
 @test "a character the LATIN1 target cannot hold stops the stream with exit 5 naming table and SQLSTATE, not the bytes, and nothing of its transaction is applied" {
 	local s=$BATS_TEST_TMPDIR/bad.pgcs
 	pg-slot create -d "$src_URL" --slot bad_slot >/dev/null
 	psql_at src -c "INSERT INTO bad VALUES (1, 'ok')"
 	psql_at src -c "BEGIN; INSERT INTO bad VALUES (2, 'fine'); INSERT INTO bad VALUES (3, 'x' || chr(8364) || 'y'); COMMIT"
 	pg-walcat -d "$src_URL" --slot bad_slot --publication pub_bad --endpos now >"$s" 2>/dev/null
-	run pg-apply -d "$(db_url bad_latin1)" --job bad "$s"
-	echo "$output"
-	[ "$status" -eq 5 ]
-	[[ $output == *'pg-apply: error: cannot apply insert to public.bad: '*'encoding "UTF8" has no equivalent in encoding "LATIN1" (column "v", SQLSTATE 22P05)'* ]]
-	no_bytes <(echo "$output")
+	stops_unrepresentable bad_latin1 bad "$s" 'pg-apply: error: cannot apply insert to public.bad: ' ' (column "v", SQLSTATE 22P05)'
 	[ "$(psql -X -qAt -d "$(db_url bad_latin1)" -c "SELECT count(*) FROM bad WHERE id IN (2, 3)")" = 0 ]
 	# The recorded position stays before it: a rerun stops at the same place.
 	run pg-apply -d "$(db_url bad_latin1)" --job bad "$s"
@@ -238,11 +245,7 @@ no_bytes() {
 		INSERT INTO badrun VALUES (41, 'x' || chr(8364) || 'y');
 		INSERT INTO badrun SELECT g, 'ok' FROM generate_series(42, 80) g"
 	pg-walcat -d "$src_URL" --slot badrun_slot --publication pub_badrun --endpos now >"$s" 2>/dev/null
-	run pg-apply -d "$(db_url badrun_latin1)" --job badrun "$s"
-	echo "$output"
-	[ "$status" -eq 5 ]
-	[[ $output == *'pg-apply: error: cannot apply insert to public.badrun: '*'encoding "UTF8" has no equivalent in encoding "LATIN1"'*'SQLSTATE 22P05)'* ]]
-	no_bytes <(echo "$output")
+	stops_unrepresentable badrun_latin1 badrun "$s" 'pg-apply: error: cannot apply insert to public.badrun: '
 	[ "$(psql -X -qAt -d "$(db_url badrun_latin1)" -c "SELECT count(*) FROM badrun")" = 0 ]
 }
 
@@ -250,11 +253,7 @@ no_bytes() {
 	local s=$BATS_TEST_TMPDIR/badsnap.pgcs
 	psql_at src -c "INSERT INTO badsnap VALUES (1, 'ok'), (2, 'x' || chr(8364) || 'y'), (3, 'ok')"
 	pg-snapshot-dump -d "$src_URL" --own-snapshot --table public.badsnap -q >"$s"
-	run pg-apply -d "$(db_url badsnap_latin1)" --job badsnap "$s"
-	echo "$output"
-	[ "$status" -eq 5 ]
-	[[ $output == *'cannot load public.badsnap: '*'encoding "UTF8" has no equivalent in encoding "LATIN1"'*'SQLSTATE 22P05)'* ]]
-	no_bytes <(echo "$output")
+	stops_unrepresentable badsnap_latin1 badsnap "$s" 'cannot load public.badsnap: '
 	[ "$(psql -X -qAt -d "$(db_url badsnap_latin1)" -c "SELECT count(*) FROM badsnap")" = 0 ]
 }
 
