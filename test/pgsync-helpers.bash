@@ -151,3 +151,37 @@ applied_reaches() {
 	lsn=$(psql_at src -c "SELECT pg_current_wal_lsn()")
 	[[ $(psql_at tgt -c "SELECT applied_lsn >= '$lsn' FROM pgsync.job WHERE job = '$1'") == t ]]
 }
+
+# --- the roles an operator is told to use ---------------------------------------
+
+# lp_source_role ROLE TABLE...: on src, a role with exactly the privileges
+# the operations guide lists for the source: LOGIN, REPLICATION, CONNECT on
+# the database, USAGE on the tables' schemas and SELECT on the tables (which
+# must exist). Nothing on their sequences, no DML, no DDL. Exports SRC_URL
+# (read by pgs) connecting as ROLE.
+lp_source_role() {
+	local role=$1 t schemas="" tables=""
+	shift
+	for t in "$@"; do
+		[[ $t == *.* ]] || t=public.$t
+		tables+="${tables:+, }\"${t%%.*}\".\"${t#*.}\""
+		[[ " $schemas " == *" ${t%%.*} "* ]] || schemas+=" ${t%%.*}"
+	done
+	local sql="GRANT CONNECT ON DATABASE postgres TO $role; GRANT SELECT ON $tables TO $role;"
+	[[ $(psql_at src -c "SELECT count(*) FROM pg_roles WHERE rolname = '$role'") == 1 ]] ||
+		sql="CREATE ROLE $role LOGIN REPLICATION; $sql"
+	for t in $schemas; do sql+=" GRANT USAGE ON SCHEMA \"$t\" TO $role;"; done
+	psql_at src -c "$sql" >/dev/null
+	export SRC_URL=${src_URL/user=postgres/user=$role}
+}
+
+# lp_target_role ROLE: on tgt, a role that is not a superuser and may only
+# create schemas (the pgsync schema, the tables' schemas) and tables in
+# public, as the guide says is enough. Exports TGT_URL connecting as ROLE.
+lp_target_role() {
+	local role=$1
+	[[ $(psql_at tgt -c "SELECT count(*) FROM pg_roles WHERE rolname = '$role'") == 1 ]] ||
+		psql_at tgt -c "CREATE ROLE $role LOGIN; GRANT CREATE ON DATABASE postgres TO $role;
+			GRANT CREATE ON SCHEMA public TO $role" >/dev/null
+	export TGT_URL=${tgt_URL/user=postgres/user=$role}
+}

@@ -3,7 +3,9 @@
 # real servers: the slot dropped, the slot invalidated by
 # max_slot_wal_keep_size (at start and while streaming), another source with
 # the same slot name, the slot confirmed past the target. Once marked, run
-# refuses (exit 4) and status names the action.
+# refuses (exit 4) and status names the action. No command drops or reuses a
+# slot on a server that is not the job's; a mark that only another server
+# caused clears once the job's own server answers again.
 
 load lib/cluster
 load pgsync-helpers
@@ -124,7 +126,7 @@ slot_lost() {
 	other_sysid=$(psql_at other -c "SELECT system_identifier FROM pg_control_system()")
 	SRC_URL=$other_URL run pgs r3 run
 	[ "$status" -eq 4 ]
-	[[ $output == *"pgsync: error: job r3 requires a resync: the source system identifier is $other_sysid, but the job was copied from $sysid: this is another server"* ]]
+	[[ $output == *"pgsync: error: job r3 cannot continue: the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=postgres dbname=postgres is system identifier $other_sysid, another server than job r3's, system identifier $sysid (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port")"*"): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $sysid, then pgsync run continues without a resync"* ]]
 	[ "$(job_state r3)" = RESYNC_REQUIRED ]
 	# The other server's slot is not ours to touch.
 	[ "$(psql_at other -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'r3_slot' AND NOT active")" = 1 ]
@@ -145,4 +147,74 @@ slot_lost() {
 	run pgs r4 status --prometheus
 	[[ $output == *'pgsync_state{job="r4",state="RESYNC_REQUIRED"} 1'* ]]
 	[[ $output == *'pgsync_resync_required{job="r4"} 1'* ]]
+}
+
+sysid_of() {
+	psql_at "$1" -c "SELECT system_identifier FROM pg_control_system()"
+}
+
+# The refusal names both servers: the one answering and the job's.
+names_both_servers() {
+	[[ $output == *"the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=r6_src dbname=postgres is system identifier $(sysid_of other), another server than job r6's, system identifier $(sysid_of src) (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port") user=r6_src dbname=postgres): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $(sysid_of src)"* ]]
+}
+
+other_slot_kept() {
+	[ "$(psql_at other -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'r6_slot'")" = 1 ]
+	slot_exists r6_slot
+}
+
+@test "cleanup --yes refuses to drop a slot of the same name on another server: exit 4 naming both servers, both slots kept" {
+	make_job r6
+	psql_at other -c "CREATE TABLE r6_t (id int PRIMARY KEY, v text); CREATE PUBLICATION r6_pub FOR TABLE r6_t"
+	lp_source_role r6_src r6_t
+	local good=$SRC_URL
+	SRC_URL=${other_URL/user=postgres/user=r6_src}
+	psql_at other -c "CREATE ROLE r6_src LOGIN REPLICATION; GRANT SELECT ON r6_t TO r6_src"
+	psql_at other -c "SELECT pg_create_logical_replication_slot('r6_slot', 'pgoutput')" >/dev/null
+	echo "$good" >"$BATS_FILE_TMPDIR/r6.good"
+	echo "$SRC_URL" >"$BATS_FILE_TMPDIR/r6.other"
+	SRC_URL=$good run pgs r6 bootstrap
+	[ "$status" -eq 0 ]
+	run pgs r6 cleanup --yes
+	[ "$status" -eq 4 ]
+	[[ $output == "pgsync: error: refusing to drop replication slot r6_slot: "* ]]
+	names_both_servers
+	[[ $output == *"if that server is gone for good, delete the job on the target"* ]]
+	other_slot_kept
+	[ "$(job_state r6)" = CATCHING_UP ]
+}
+
+@test "bootstrap --restart-snapshot and bootstrap after an interrupted copy refuse another server's slot: exit 4, both slots kept" {
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.other") run pgs r6 bootstrap --restart-snapshot
+	[ "$status" -eq 4 ]
+	[[ $output == *"pgsync: error: refusing to drop replication slot r6_slot: "* ]]
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.other") names_both_servers
+	other_slot_kept
+	psql_at tgt -c "UPDATE pgsync.job SET state = 'SNAPSHOTTING' WHERE job = 'r6'"
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.other") run pgs r6 bootstrap
+	[ "$status" -eq 4 ]
+	names_both_servers
+	other_slot_kept
+	psql_at tgt -c "UPDATE pgsync.job SET state = 'CATCHING_UP' WHERE job = 'r6'"
+}
+
+@test "a mistyped source URL: run stops with exit 4 and drops nothing; with the URL corrected run continues without a resync" {
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.other") run pgs r6 run
+	[ "$status" -eq 4 ]
+	[[ $output == *"pgsync: error: job r6 cannot continue: "*", then pgsync run continues without a resync"* ]]
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.other") names_both_servers
+	[ "$(job_state r6)" = RESYNC_REQUIRED ]
+	other_slot_kept
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.other") run pgs r6 status --json
+	echo "$output" | jq -e '.resync_required == true and (.action | startswith("point PGSYNC_SOURCE_URL at the job'"'"'s server"))'
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.good") run pgs r6 status --json
+	echo "$output" | jq -e '.resync_required == false and .action == "pgsync run"'
+	psql_at src -c "INSERT INTO r6_t VALUES (9001, 'while the URL was wrong')"
+	SRC_URL=$(<"$BATS_FILE_TMPDIR/r6.good") start_run r6
+	wait_until 30 state_is r6 STREAMING
+	wait_until 30 same_tables r6_t
+	[ "$(job_field r6 "last_error IS NULL")" = t ]
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+	other_slot_kept
 }

@@ -16,7 +16,7 @@ setup_file() {
 		INSERT INTO rn_a SELECT g, 'a' || g, g FROM generate_series(1, 1000) g;
 		INSERT INTO rn_b SELECT 'k' || g, jsonb_build_object('g', g) FROM generate_series(1, 100) g;
 		CREATE PUBLICATION rn_pub FOR TABLE rn_a, rn_b"
-	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.max_retries=1 >/dev/null
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
 	pgs rn bootstrap
 }
 
@@ -189,6 +189,7 @@ runtime_conn() {
 		CREATE TRIGGER rn_fail BEFORE INSERT ON rn_b FOR EACH ROW EXECUTE FUNCTION rn_fail();
 		ALTER TABLE rn_b ENABLE ALWAYS TRIGGER rn_fail"
 	psql_at src -c "INSERT INTO rn_b VALUES ('refused', '1')"
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.max_retries=1 >/dev/null
 	start_run rn
 	wait_run 60
 	psql_at tgt -c "DROP TRIGGER rn_fail ON rn_b"
@@ -201,6 +202,7 @@ runtime_conn() {
 	run pgs rn status --json
 	echo "$output" | jq -e '.state == "ERROR" and .action == "pgsync run" and (.last_error | contains("target trigger refuses"))'
 	# The cause gone, run picks up where it stopped.
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
 	start_run rn
 	wait_until 30 same_tables rn_a rn_b
 	stop_run TERM
@@ -230,7 +232,7 @@ runtime_conn() {
 }
 
 @test "the WAL monitor logs retained WAL every interval and warns above the alarm (action warn)" {
-	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.max_retries=1 safety.wal_retention_alarm_bytes=1MB >/dev/null
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.wal_retention_alarm_bytes=1MB >/dev/null
 	make_unpublished_wal
 	start_run rn
 	wait_until 20 log_has rn "wal monitor: slot rn_slot retains"
@@ -253,7 +255,7 @@ runtime_conn() {
 	slot_exists rn_slot
 	run pgs rn status --json
 	echo "$output" | jq -e '.state == "PAUSED" and .wal_retention.alarm == true and (.action | contains("safety.wal_retention_alarm_bytes"))'
-	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.max_retries=1 >/dev/null
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
 	start_run rn
 	wait_until 20 state_is rn STREAMING
 	stop_run TERM
@@ -275,7 +277,7 @@ runtime_conn() {
 	[ "$RUN_STATUS" -eq 3 ]
 	[ "$(job_state rn)" = PAUSED ]
 	log_has rn "paused by safety.wal_retention_action = stop"
-	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.max_retries=1 >/dev/null
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
 }
 
 @test "--json logs relay every program's lines as JSON objects" {
@@ -293,7 +295,7 @@ runtime_conn() {
 		CREATE TABLE \"McS\".\"Orders\$\" (\"Id\" int PRIMARY KEY, \"Note\" text);
 		INSERT INTO \"McS\".\"Orders\$\" SELECT g, 'n' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION mc_pub FOR TABLE \"McS\".\"Orders\$\""
-	job_conf mc mc_slot mc_pub 'McS.Orders$' safety.max_retries=1 >/dev/null
+	job_conf mc mc_slot mc_pub 'McS.Orders$' >/dev/null
 	run pgs mc bootstrap
 	[ "$status" -eq 0 ]
 	same_tables 'McS.Orders$'

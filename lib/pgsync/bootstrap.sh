@@ -54,10 +54,15 @@ bootstrap_fail() {
 			log_error "cannot drop replication slot $SLOT: $(sql_error)"
 		fi
 	fi
-	local state=SNAPSHOTTING
+	local state=SNAPSHOTTING next="start over with pgsync bootstrap --restart-snapshot"
 	((!BS_SLOT_CREATED)) && state=INITIALIZING
+	# Starting over cannot mend a missing privilege: say what can.
+	if [[ $reason == *"permission denied"* || $reason == *"SQLSTATE 42501"* ]]; then
+		next="grant the privilege it names (pgsync check tests each one bootstrap needs), then pgsync bootstrap"
+		code=$EX_PREFLIGHT
+	fi
 	set_state "$state" "bootstrap failed while $BS_PHASE: $reason$slotnote"
-	log_error "bootstrap of job $JOB failed while $BS_PHASE: $reason$slotnote; start over with pgsync bootstrap --restart-snapshot"
+	log_error "bootstrap of job $JOB failed while $BS_PHASE: $reason$slotnote; $next"
 	exit "$code"
 }
 
@@ -101,6 +106,13 @@ bootstrap_plan() {
 		die $EX_USAGE "job $JOB owns slot $JOB_SLOT but source.slot is $SLOT: restore source.slot = $JOB_SLOT, or pgsync cleanup --yes with it first"
 	fi
 	((JOB_EXISTS)) && [[ $JOB_SLOT_OWNED == t && $JOB_SLOT == "$SLOT" ]] && owned=1
+	# A slot the job owns is dropped or replaced below: only on the job's
+	# own server. The identifier is recorded before the slot is created.
+	if ((owned)); then
+		prove_job_slot "$( ((SLOT_EXISTS)) && echo drop || echo replace)"
+	else
+		source_identify || die $EX_RUNTIME "cannot identify the source ($SRC_DISPLAY): $(sql_error)"
+	fi
 	if ((JOB_EXISTS && !RESTART_SNAPSHOT)); then
 		case $JOB_STATE in
 		INITIALIZING | SNAPSHOTTING) ;;
@@ -168,15 +180,17 @@ reset_job_row() {
 		fi
 		cat <<'SQL'
 DELETE FROM pgsync.job WHERE job = :'job';
-INSERT INTO pgsync.job (job, state, slot, slot_owned, publication)
-VALUES (:'job', 'INITIALIZING', :'slot', true, :'pub');
+INSERT INTO pgsync.job (job, state, slot, slot_owned, publication, source_sysid, source_timeline)
+VALUES (:'job', 'INITIALIZING', :'slot', true, :'pub', :'sysid', :'timeline');
 INSERT INTO pgsync.table_sync (job, schema_name, table_name)
 SELECT :'job', split_part(t, '.', 1), split_part(t, '.', 2) FROM unnest(string_to_array(:'tables', ',')) AS t;
 COMMIT;
 SQL
-	} | sql tgt >/dev/null || die $EX_RUNTIME "cannot prepare job $JOB in the target: $(sql_error)"
+	} | sql tgt -v sysid="$SOURCE_SYSID" -v timeline="$SOURCE_TIMELINE" >/dev/null ||
+		die $EX_RUNTIME "cannot prepare job $JOB in the target: $(sql_error)"
 	((${#truncate[@]})) && log_info "truncated target tables ${TRUNCATE_SET[*]}"
 	rm -f "$STATE_DIR/applied.lsn" "$STATE_DIR"/schema.* "$STATE_DIR/snapshot.progress" "$STATE_DIR/connection"
+	record_source_server "$SOURCE_SYSID" || die $EX_RUNTIME "cannot write $STATE_DIR/source"
 }
 
 # Create the slot and export its snapshot; pg-slot holds it while its stdin

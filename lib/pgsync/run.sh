@@ -15,6 +15,17 @@ resync() {
 	die $EX_RESYNC "job $JOB requires a resync: $reason; $RESYNC_ACTION"
 }
 
+# The source is another server than the job's (a mistyped URL, a
+# failover): nothing of the job's is touched, and the mark clears once the
+# job's own server answers again.
+another_server() {
+	local reason
+	reason=$(wrong_server "$SOURCE_SYSID")
+	[[ -z ${WALCAT_PID:-} ]] || stop_stream
+	set_state RESYNC_REQUIRED "$reason"
+	die $EX_RESYNC "job $JOB cannot continue: $reason, then pgsync run continues without a resync"
+}
+
 # The applied position the target records (after bootstrap: the consistent
 # point at least).
 applied_position() {
@@ -25,24 +36,21 @@ applied_position() {
 	fi
 }
 
-# Continuity at start: the same source, the slot still there and valid, and
-# not confirmed past what the target applied. Returns 1 when the source
-# cannot be reached (a runtime problem, retried by the stream itself).
+# Continuity: the same source, the slot still there and valid, and not
+# confirmed past what the target applied. Returns 1 when the source cannot
+# be reached, 2 when the target cannot (runtime problems, retried).
 check_continuity() {
-	local sysid applied
-	if ! sysid=$(source_sysid); then
-		log_warn "cannot reach the source ($SRC_DISPLAY) to verify continuity: $(sql_error)"
-		return 1
-	fi
-	if [[ -n $JOB_SYSID && $sysid != "$JOB_SYSID" ]]; then
-		resync "the source system identifier is $sysid, but the job was copied from $JOB_SYSID: this is another server"
-	fi
-	slot_load || {
-		log_warn "cannot read the slot on the source: $(sql_error)"
-		return 1
-	}
+	local applied
+	source_identify || return 1
+	[[ -z $JOB_SYSID || $SOURCE_SYSID == "$JOB_SYSID" ]] || another_server
+	slot_load || return 1
 	slot_continuity
-	applied=$(applied_position)
+	if [[ -n $JOB_CONSISTENT && -n $SLOT_CONFIRMED ]] && ! lsn_ge "$SLOT_CONFIRMED" "$JOB_CONSISTENT"; then
+		resync "replication slot $SLOT confirmed $SLOT_CONFIRMED, before $JOB_CONSISTENT where the job's slot was created: it is another slot of the same name"
+	fi
+	# Read after the slot: while the stream runs both move, and the slot
+	# never confirms what the target has not committed.
+	applied=$(sql tgt <<<"SELECT coalesce(applied_lsn, consistent_lsn)::text FROM pgsync.job WHERE job = :'job'") || return 2
 	if [[ -n $applied && -n $SLOT_CONFIRMED ]] && ! lsn_ge "$applied" "$SLOT_CONFIRMED"; then
 		resync "replication slot $SLOT confirmed $SLOT_CONFIRMED, beyond the target's applied position $applied: the changes in between are gone from the slot"
 	fi
@@ -119,30 +127,111 @@ stop_stream() {
 	WALCAT_PID="" APPLY_PID=""
 }
 
-# Once per heartbeat interval: CATCHING_UP -> STREAMING when the applied
-# position reached the WAL end seen at connect; slot health; retention.
+# Once per heartbeat interval: both servers answer (an outage is tracked);
+# CATCHING_UP -> STREAMING when the applied position reached the WAL end
+# seen at connect; slot health; retention.
 monitor_tick() {
-	local applied
-	if [[ -z $WAL_END_AT_CONNECT ]]; then
-		# The source was out of reach at start: prove continuity now.
-		check_continuity || return 0
-		WAL_END_AT_CONNECT=$SLOT_CURRENT
-	fi
-	if [[ $RUN_STATE == CATCHING_UP ]]; then
-		applied=$(sql tgt <<<"SELECT coalesce(applied_lsn::text, '') FROM pgsync.job WHERE job = :'job'") || applied=""
-		if [[ -n $applied && -n $WAL_END_AT_CONNECT ]] && lsn_ge "$applied" "$WAL_END_AT_CONNECT"; then
-			set_state STREAMING ""
-			RUN_STATE=STREAMING
-			log_info "job $JOB caught up with $WAL_END_AT_CONNECT, the source WAL end at connect: state STREAMING"
-		fi
-	fi
-	if ! slot_load; then
-		log_warn "wal monitor: cannot read slot $SLOT on the source: $(sql_error)"
+	local applied rc
+	if ! applied=$(sql tgt <<<"SELECT coalesce(applied_lsn::text, '') FROM pgsync.job WHERE job = :'job'"); then
+		outage target "$(sql_error)"
 		return 0
+	fi
+	outage_over target && return 0
+	if [[ -z $WAL_END_AT_CONNECT ]]; then
+		# The source was out of reach at start or after an outage:
+		# prove continuity now (another server is a resync).
+		check_continuity
+		rc=$?
+		case $rc in
+		1) outage source "$(sql_error)" ;;
+		2) outage target "$(sql_error)" ;;
+		esac
+		((rc == 0)) || return 0
+		outage_over source && return 0
+		WAL_END_AT_CONNECT=$SLOT_CURRENT
+		log_info "job $JOB: continuity verified, state CATCHING_UP until $WAL_END_AT_CONNECT"
+	elif ! slot_load; then
+		outage source "$(sql_error)"
+		return 0
+	fi
+	outage_over source && return 0
+	if [[ $RUN_STATE == CATCHING_UP && -n $applied ]] && lsn_ge "$applied" "$WAL_END_AT_CONNECT"; then
+		set_state STREAMING ""
+		RUN_STATE=STREAMING
+		log_info "job $JOB caught up with $WAL_END_AT_CONNECT, the source WAL end at connect: state STREAMING"
 	fi
 	slot_continuity
 	wal_retention || pause
 	sequences_follow
+}
+
+# --- outages and retries ------------------------------------------------------
+# A server that does not answer is retried for as long as safety.max_retries
+# retries back off (1, 2, 4 ... 60 s each): pg-walcat (and pg-apply) ride out
+# an outage themselves, run restarts the pipeline when one of them ends.
+# last_error says what is going on while the target can record it.
+
+backoff_s() {
+	local b=60
+	(($1 <= 6)) && b=$((1 << ($1 - 1)))
+	echo "$b"
+}
+
+retry_budget_s() {
+	local i total=0
+	for ((i = 1; i <= ${CFG[safety.max_retries]}; i++)); do
+		total=$((total + $(backoff_s "$i")))
+	done
+	echo "$total"
+}
+
+# give_up WHY: the retries are spent: ERROR with last_error, exit 1.
+give_up() {
+	local why=$1 max=${CFG[safety.max_retries]}
+	[[ -z ${WALCAT_PID:-} ]] || stop_stream
+	set_state ERROR "$why (after $max retries)"
+	die $EX_RUNTIME "job $JOB stopped: $why; gave up after $max retries without progress; pgsync run"
+}
+
+declare -A DOWN_SINCE=() DOWN_AT=() DOWN_MSG=()
+
+server_display() {
+	[[ $1 == source ]] && printf '%s' "$SRC_DISPLAY" || printf '%s' "$TGT_DISPLAY"
+}
+
+# outage source|target MESSAGE: the server did not answer this tick.
+outage() {
+	local which=$1 msg=$2 budget display
+	budget=$(retry_budget_s)
+	display=$(server_display "$which")
+	if [[ -z ${DOWN_SINCE[$which]:-} ]]; then
+		DOWN_SINCE[$which]=$SECONDS
+		DOWN_AT[$which]=$(date -u +%H:%M:%S)
+		DOWN_MSG[$which]=$msg
+		log_warn "the $which ($display) does not answer: $msg; retrying for up to $budget s (safety.max_retries)"
+		if [[ $which == source ]]; then
+			job_update "last_error = :'err'" \
+				err="the source ($display) does not answer since ${DOWN_AT[$which]} UTC: $msg; pg-walcat reconnects for up to $budget s" ||
+				log_warn "cannot record last_error: $(sql_error)"
+		fi
+	fi
+	if ((SECONDS - DOWN_SINCE[$which] > budget)); then
+		give_up "the $which ($display) did not answer for $((SECONDS - DOWN_SINCE[$which])) s: $msg"
+	fi
+}
+
+# outage_over source|target: true when it answers again after an outage.
+# The job catches up from here, and continuity is proven again (next tick)
+# before it counts as STREAMING.
+outage_over() {
+	local which=$1 secs
+	[[ -n ${DOWN_SINCE[$which]:-} ]] || return 1
+	secs=$((SECONDS - DOWN_SINCE[$which]))
+	log_info "the $which ($(server_display "$which")) answers again after $secs s"
+	RUN_STATE=CATCHING_UP WAL_END_AT_CONNECT=""
+	set_state CATCHING_UP "the $which ($(server_display "$which")) did not answer for $secs s from ${DOWN_AT[$which]} UTC: ${DOWN_MSG[$which]}; catching up"
+	unset 'DOWN_SINCE[$which]'
+	return 0
 }
 
 # The exit status that explains a stream that ended: the more specific of
@@ -176,85 +265,108 @@ cmd_run() {
 	INITIALIZING | SNAPSHOTTING)
 		die $EX_PREFLIGHT "job $JOB has not completed its bootstrap (state $JOB_STATE${JOB_LAST_ERROR:+: $JOB_LAST_ERROR}): run pgsync bootstrap${JOB_LAST_ERROR:+ --restart-snapshot}" ;;
 	RESYNC_REQUIRED)
-		die $EX_RESYNC "job $JOB requires a resync (${JOB_LAST_ERROR:-continuity lost}): $RESYNC_ACTION" ;;
+		if ! wrong_server_cause "$JOB_LAST_ERROR"; then
+			die $EX_RESYNC "job $JOB requires a resync (${JOB_LAST_ERROR:-continuity lost}): $RESYNC_ACTION"
+		fi
+		source_identify || die $EX_RUNTIME "cannot reach the source ($SRC_DISPLAY): $(sql_error); job $JOB is RESYNC_REQUIRED because $JOB_LAST_ERROR"
+		[[ $SOURCE_SYSID == "$JOB_SYSID" ]] || another_server
+		log_info "job $JOB: the source at $SRC_DISPLAY is the job's own server again (system identifier $JOB_SYSID): the resync was required only by another server"
+		;;
 	esac
 	[[ $JOB_SLOT == "$SLOT" ]] || die $EX_USAGE "job $JOB streams from slot $JOB_SLOT, but source.slot is $SLOT"
 
 	if check_continuity; then
+		record_source_server "$SOURCE_SYSID" || log_warn "cannot write $STATE_DIR/source"
 		WAL_END_AT_CONNECT=$SLOT_CURRENT
 		wal_retention || pause
 	else
+		log_warn "cannot reach the source ($SRC_DISPLAY) to verify continuity: $(sql_error); streaming starts, continuity is verified once it answers"
 		WAL_END_AT_CONNECT=""
 	fi
 	RUN_STATE=CATCHING_UP
 	set_state CATCHING_UP
 	log_info "job $JOB: streaming slot $SLOT from $SRC_DISPLAY into $TGT_DISPLAY from $(applied_position), state CATCHING_UP until $WAL_END_AT_CONNECT"
 
-	local attempts=0 max=${CFG[safety.max_retries]} backoff progress_mark
-	local hb_s
-	hb_s=$(ms_to_s "$HEARTBEAT_MS")
+	local attempts=0 max=${CFG[safety.max_retries]} backoff progress_mark why
 	while :; do
 		write_checkpoint
 		progress_mark=$(applied_position)
-		start_stream
-		local first_name="" first_rc=0
+		stream_once || return $EX_OK
+		why=$STREAM_WHY
+		# Progress since the last start begins the count anew.
+		job_read && [[ $(applied_position) != "$progress_mark" ]] && attempts=0
 		while :; do
-			wait_any "$hb_s" "$WALCAT_PID" "$APPLY_PID"
-			case $WAIT_WHAT in
-			signal)
-				log_info "stopping job $JOB on SIG$STOP_SIGNAL"
-				stop_stream
-				sequences_follow
-				log_info "job $JOB stopped cleanly (state $RUN_STATE); pgsync run resumes it"
+			attempts=$((attempts + 1))
+			((attempts > max)) && give_up "$why"
+			backoff=$(backoff_s "$attempts")
+			log_warn "$why; retry $attempts of $max in $backoff s"
+			wait_any "$backoff"
+			if [[ $WAIT_WHAT == signal ]]; then
+				log_info "job $JOB stopped on SIG$STOP_SIGNAL while waiting to retry"
 				return $EX_OK
-				;;
-			tick) monitor_tick ;;
-			exit)
-				[[ $WAIT_PID == "$WALCAT_PID" ]] && first_name=pg-walcat || first_name=pg-apply
-				first_rc=$WAIT_RC
-				forget_child "$WAIT_PID"
-				reap_relay "$WAIT_PID"
-				break
-				;;
-			esac
+			fi
+			# The target is authoritative: without it there is nothing to
+			# start from, so an unreadable job row is one more failed try.
+			job_read && break
+			why="cannot read the target ($TGT_DISPLAY): $(sql_error)"
 		done
-		local other_pid=$APPLY_PID other_name=pg-apply
-		[[ $first_name == pg-apply ]] && other_pid=$WALCAT_PID other_name=pg-walcat
-		stop_pid "$other_pid" 30
-		reap_relay "$other_pid"
-		WALCAT_PID="" APPLY_PID=""
-		classify_end "$first_name" "$first_rc" "$other_name" "$STOPPED_RC"
-		local why
-		why=$(child_lasterr "$END_NAME") || why=""
-		why="$END_NAME exited with status $END_STATUS${why:+: $why}"
-		case $END_RC in
-		4) resync "$why" ;;
-		5)
-			set_state ERROR "$why"
-			die $EX_UNSUPPORTED "job $JOB stopped: $why; fix the target schema or investigate the divergence, then pgsync run"
+		# Behind the source again: continuity is proven anew, and the job
+		# is STREAMING (last_error cleared) once it caught up.
+		RUN_STATE=CATCHING_UP WAL_END_AT_CONNECT=""
+		set_state CATCHING_UP "$why (retry $attempts of $max)"
+	done
+}
+
+# stream_once: pg-walcat | pg-apply until one of them ends (STREAM_WHY says
+# how; return 0) or a stop signal (both stopped; return 1). An end that no
+# retry can mend (exit 2 to 5) ends run here.
+stream_once() {
+	local hb_s first_name="" first_rc=0
+	hb_s=$(ms_to_s "$HEARTBEAT_MS")
+	start_stream
+	while :; do
+		wait_any "$hb_s" "$WALCAT_PID" "$APPLY_PID"
+		case $WAIT_WHAT in
+		signal)
+			log_info "stopping job $JOB on SIG$STOP_SIGNAL"
+			stop_stream
+			sequences_follow
+			log_info "job $JOB stopped cleanly (state $RUN_STATE); pgsync run resumes it"
+			return 1
 			;;
-		2 | 3)
-			# Configuration and prerequisites: the state stays, the cause
-			# is recorded.
-			job_update "last_error = :'err'" err="$why" || log_error "cannot record last_error: $(sql_error)"
-			die "$END_RC" "job $JOB stopped: $why"
+		tick) monitor_tick ;;
+		exit)
+			[[ $WAIT_PID == "$WALCAT_PID" ]] && first_name=pg-walcat || first_name=pg-apply
+			first_rc=$WAIT_RC
+			forget_child "$WAIT_PID"
+			reap_relay "$WAIT_PID"
+			break
 			;;
 		esac
-		[[ -z $STOP_SIGNAL ]] || return $EX_OK
-		job_load
-		[[ $(applied_position) != "$progress_mark" ]] && attempts=0
-		attempts=$((attempts + 1))
-		if ((attempts > max)); then
-			set_state ERROR "$why (after $max retries)"
-			die $EX_RUNTIME "job $JOB stopped: $why; gave up after $max retries without progress; pgsync run"
-		fi
-		backoff=$((1 << (attempts - 1)))
-		((backoff > 60)) && backoff=60
-		log_warn "$why; retry $attempts of $max in $backoff s"
-		wait_any "$backoff"
-		if [[ $WAIT_WHAT == signal ]]; then
-			log_info "job $JOB stopped on SIG$STOP_SIGNAL while waiting to retry"
-			return $EX_OK
-		fi
 	done
+	local other_pid=$APPLY_PID other_name=pg-apply
+	[[ $first_name == pg-apply ]] && other_pid=$WALCAT_PID other_name=pg-walcat
+	stop_pid "$other_pid" 30
+	reap_relay "$other_pid"
+	WALCAT_PID="" APPLY_PID=""
+	classify_end "$first_name" "$first_rc" "$other_name" "$STOPPED_RC"
+	local why
+	why=$(child_lasterr "$END_NAME") || why=""
+	why="$END_NAME exited with status $END_STATUS${why:+: $why}"
+	case $END_RC in
+	4) resync "$why" ;;
+	5)
+		set_state ERROR "$why"
+		die $EX_UNSUPPORTED "job $JOB stopped: $why; fix the target schema or investigate the divergence, then pgsync run"
+		;;
+	2 | 3)
+		# Configuration and prerequisites: the state stays, the cause
+		# is recorded.
+		job_update "last_error = :'err'" err="$why" || log_error "cannot record last_error: $(sql_error)"
+		die "$END_RC" "job $JOB stopped: $why"
+		;;
+	esac
+	[[ -z $STOP_SIGNAL ]] || return 1
+	STREAM_WHY=$why
+	return 0
 }

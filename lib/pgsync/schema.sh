@@ -205,15 +205,17 @@ table_patterns() {
 	for s in "${order[@]}"; do printf '"%s".(%s)\n' "$s" "${names[$s]}"; done
 }
 
-# dump_definitions NAME SECTION TABLE...: pg_dump of TABLEs' definitions at
-# the snapshot into $STATE_DIR/NAME.dump (SECTION: --schema-only or
-# --section=post-data).
+# dump_definitions NAME TABLE...: pg_dump of TABLEs' definitions at the
+# snapshot into $STATE_DIR/NAME.dump; pg_restore picks the section it needs.
+# Always --schema-only: any other selection (--section=post-data included)
+# reads the values of the tables' sequences, which the source role may not
+# (the guide grants SELECT on the tables only).
 dump_definitions() {
-	local name=$1 section=$2 p
+	local name=$1 p
 	local -a dumpargs=()
-	shift 2
+	shift
 	while IFS= read -r p; do dumpargs+=(-t "$p"); done < <(table_patterns "$@")
-	spawn pg_dump - - "$PG_DUMP" -d "$SRC" --snapshot="$SNAP_NAME" "$section" -Fc --strict-names \
+	spawn pg_dump - - "$PG_DUMP" -d "$SRC" --snapshot="$SNAP_NAME" --schema-only -Fc --strict-names \
 		--no-publications --no-subscriptions --no-security-labels --no-tablespaces \
 		-f "$STATE_DIR/$name.dump" "${dumpargs[@]}"
 	supervise "$BS_DEADLINE" "pg_dump:$SPAWN_PID"
@@ -296,9 +298,9 @@ create_target_tables() {
 		SCHEMA_TOOL=pg_dump
 		PG_RESTORE=$(dirname "$PG_DUMP")/pg_restore
 		((${#DEF_PENDING[@]} == 0)) ||
-			dump_definitions schema.pending --section=post-data "${DEF_PENDING[@]}" "${PARTS_PENDING[@]}"
+			dump_definitions schema.pending "${DEF_PENDING[@]}" "${PARTS_PENDING[@]}"
 		((${#DEF_MISSING[@]})) || return 0
-		dump_definitions schema --schema-only "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
+		dump_definitions schema "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
 		mark_pending "${DEF_MISSING[@]}"
 		printf '%s\n' "${DEF_MISSING[@]%%.*}" "${PARTS_MISSING[@]%%.*}" | awk '!seen[$0]++ { printf "CREATE SCHEMA IF NOT EXISTS \"%s\";\n", $0 }' \
 			>"$STATE_DIR/schema.schemas.sql"

@@ -36,7 +36,7 @@ WITH j AS (
   SELECT CASE
     WHEN NOT s.reachable OR j.state IN ('INITIALIZING', 'SNAPSHOTTING') THEN NULL
     WHEN j.source_sysid IS NOT NULL AND s.sysid IS DISTINCT FROM j.source_sysid
-      THEN format('the source system identifier is %s, the job was copied from %s', s.sysid, j.source_sysid)
+      THEN format('the source is system identifier %s, another server than the job''s (system identifier %s)', s.sysid, j.source_sysid)
     WHEN NOT s.slot_exists THEN format('replication slot %s no longer exists on the source', j.slot)
     WHEN :'slot_wal_status' = 'lost' OR :'slot_invalid' <> ''
       THEN format('replication slot %s was invalidated', j.slot)
@@ -56,7 +56,13 @@ WITH j AS (
          t.total, t.done, t.rows, t.bytes, t.tables,
          s.reachable AS src_reachable, s.error AS src_error, s.sysid AS src_sysid,
          s.current_lsn AS src_current_lsn, s.slot_exists, l.reason AS live_reason,
-         (j.state = 'RESYNC_REQUIRED' OR l.reason IS NOT NULL) AS resync_required,
+         -- Marked only because another server answered, and the job's
+         -- own server answers now: run continues it.
+         (:'wrong_server' = 't' AND s.reachable AND s.sysid = j.source_sysid) AS healed,
+         (:'wrong_server' = 't' OR (j.source_sysid IS NOT NULL AND s.reachable
+                                     AND s.sysid IS DISTINCT FROM j.source_sysid)) AS wrong_server,
+         ((j.state = 'RESYNC_REQUIRED' AND NOT (:'wrong_server' = 't' AND s.reachable AND s.sysid = j.source_sysid))
+          OR l.reason IS NOT NULL) AS resync_required,
          coalesce(rr.live, false) AS is_live
     FROM j CROSS JOIN t CROSS JOIN src s CROSS JOIN live_resync l LEFT JOIN rr ON true
 ), doc AS (
@@ -67,6 +73,9 @@ WITH j AS (
     'resync_required', d.resync_required,
     'resync_reason', CASE WHEN d.jstate = 'RESYNC_REQUIRED' THEN d.jerror ELSE d.live_reason END,
     'action', CASE
+        WHEN d.resync_required AND d.wrong_server
+          THEN format('point PGSYNC_SOURCE_URL at the job''s server (system identifier %s), then pgsync run', d.source_sysid)
+        WHEN d.healed THEN 'pgsync run'
         WHEN d.resync_required THEN 'pgsync cleanup --yes && pgsync bootstrap --restart-snapshot'
         WHEN d.jstate = 'INITIALIZING' AND NOT d.is_live THEN 'pgsync bootstrap'
         WHEN d.jstate = 'SNAPSHOTTING' AND d.jerror IS NOT NULL THEN 'pgsync bootstrap --restart-snapshot'
@@ -84,7 +93,9 @@ WITH j AS (
       'bytes', CASE WHEN d.src_current_lsn IS NOT NULL AND d.japplied IS NOT NULL
                     THEN greatest(pg_wal_lsn_diff(d.src_current_lsn, d.japplied), 0)::bigint
                     ELSE d.lag_bytes END,
-      'seconds', round(greatest(extract(epoch FROM now() - d.applied_commit_time), 0)::numeric, 3),
+      -- Unknown (nothing applied yet) is null, never 0: greatest() skips nulls.
+      'seconds', CASE WHEN d.applied_commit_time IS NOT NULL
+                      THEN round(greatest(extract(epoch FROM now() - d.applied_commit_time), 0)::numeric, 3) END,
       'last_applied_commit_time', d.applied_commit_time),
     'snapshot', jsonb_build_object(
       'consistent_lsn', d.consistent_lsn, 'done_at', d.snapshot_done_at,
@@ -208,7 +219,9 @@ cmd_status() {
 	local format=text
 	((STATUS_JSON)) && format=json
 	((PROMETHEUS)) && format=prom
-	sql tgt -v format="$format" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" \
+	local wrong=f
+	[[ $JOB_STATE == RESYNC_REQUIRED ]] && wrong_server_cause "$JOB_LAST_ERROR" && wrong=t
+	sql tgt -v format="$format" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" \
 		-v src_reachable="$reachable" -v src_error="$src_error" -v src_sysid="$sysid" \
 		-v src_current="${SLOT_CURRENT:-}" -v src_display="$SRC_DISPLAY" -v slot_exists="$SLOT_EXISTS" \
 		-v slot_active="${SLOT_ACTIVE:-}" -v slot_active_pid="${SLOT_ACTIVE_PID:-}" \
