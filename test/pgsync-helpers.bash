@@ -156,9 +156,10 @@ applied_reaches() {
 
 # lp_source_role ROLE TABLE...: on src, a role with exactly the privileges
 # the operations guide lists for the source: LOGIN, REPLICATION, CONNECT on
-# the database, USAGE on the tables' schemas and SELECT on the tables (which
-# must exist). Nothing on their sequences, no DML, no DDL. Exports SRC_URL
-# (read by pgs) connecting as ROLE.
+# the database, USAGE on the tables' schemas, SELECT on the tables (which
+# must exist) and on the sequences they own or use in a default (the ones
+# the job carries). No DML, no DDL. Exports SRC_URL (read by pgs)
+# connecting as ROLE.
 lp_source_role() {
 	local role=$1 t schemas="" tables=""
 	shift
@@ -172,6 +173,19 @@ lp_source_role() {
 		sql="CREATE ROLE $role LOGIN REPLICATION; $sql"
 	for t in $schemas; do sql+=" GRANT USAGE ON SCHEMA \"$t\" TO $role;"; done
 	psql_at src -c "$sql" >/dev/null
+	psql_at src -v role="$role" -v tables="$tables" >/dev/null <<'SQL'
+SELECT format('GRANT SELECT ON SEQUENCE %s TO %I', d.seq::regclass, :'role')
+  FROM (SELECT d.objid AS seq FROM pg_depend d
+         WHERE d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+           AND d.refobjid = ANY (string_to_array(:'tables', ', ')::regclass[])
+        UNION
+        SELECT d.refobjid FROM pg_attrdef ad
+          JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+                          AND d.refclassid = 'pg_class'::regclass
+         WHERE ad.adrelid = ANY (string_to_array(:'tables', ', ')::regclass[])) d
+  JOIN pg_class c ON c.oid = d.seq AND c.relkind = 'S'
+\gexec
+SQL
 	export SRC_URL=${src_URL/user=postgres/user=$role}
 }
 

@@ -14,6 +14,7 @@ setup_file() {
 	psql_at src -c "CREATE TABLE pv_orders (id bigserial PRIMARY KEY, note text, created timestamptz DEFAULT now());
 		CREATE INDEX pv_orders_note ON pv_orders (note);
 		INSERT INTO pv_orders (note) SELECT 'order ' || g FROM generate_series(1, 2000) g;
+		ANALYZE pv_orders;
 		CREATE TABLE pv_lock (id int PRIMARY KEY, name text);
 		INSERT INTO pv_lock SELECT g, 'l' || g FROM generate_series(1, 10) g;
 		CREATE PUBLICATION pv_pub FOR TABLE pv_orders, pv_lock"
@@ -22,7 +23,23 @@ setup_file() {
 }
 
 teardown_file() {
+	if run_alive; then stop_run TERM; fi
 	cluster_stop_all
+}
+
+descendants() {
+	local p
+	for p in $(ps -o pid= --ppid "$1"); do
+		echo "$p"
+		descendants "$p"
+	done
+}
+
+none_alive() {
+	local p
+	for p in "$@"; do
+		! kill -0 "$p" 2>/dev/null || return 1
+	done
 }
 
 # pv_lock exists, empty, in the target with a trigger that holds its load,
@@ -41,7 +58,7 @@ release_copy() {
 		-c "DROP TRIGGER pv_slow ON pv_lock" >/dev/null
 }
 
-@test "a bootstrap of a bigserial table interrupted by snapshot_timeout is retried by the least-privilege role: no sequence data is read" {
+@test "a bootstrap of a bigserial table interrupted by snapshot_timeout is retried by the least-privilege role with no privilege the first attempt did not need" {
 	hold_copy
 	job_conf pv pv_slot pv_pub public.pv_orders,public.pv_lock resources.snapshot_timeout=3s >/dev/null
 	run pgs pv check
@@ -61,6 +78,73 @@ release_copy() {
 	[ "$(psql_at tgt -c "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'pv_orders'")" = "pv_orders_note pv_orders_pkey" ]
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.pending_definitions")" = 0 ]
 	[ "$(job_state pv)" = CATCHING_UP ]
+}
+
+@test "an interrupted copy leaves its tables marked interrupted, not copying, and the copy records the row estimates" {
+	hold_copy_again() {
+		psql_at tgt -c "CREATE TRIGGER pv_slow BEFORE INSERT ON pv_lock FOR EACH STATEMENT EXECUTE FUNCTION pv_slow();
+			ALTER TABLE pv_lock ENABLE ALWAYS TRIGGER pv_slow"
+	}
+	hold_copy_again
+	job_conf pv pv_slot pv_pub public.pv_orders,public.pv_lock resources.snapshot_timeout=3s >/dev/null
+	run pgs pv bootstrap --restart-snapshot
+	release_copy
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_sync WHERE job = 'pv' AND state = 'copying'")" = 0 ]
+	[ "$(psql_at tgt -c "SELECT rows_estimate FROM pgsync.table_sync WHERE job = 'pv' AND table_name = 'pv_orders'")" = 2000 ]
+	run pgs pv status --json
+	echo "$output" | jq -e '.snapshot.tables | map(select(.table == "public.pv_lock"))[0].state == "interrupted"'
+	job_conf pv pv_slot pv_pub public.pv_orders,public.pv_lock >/dev/null
+	run pgs pv bootstrap
+	[ "$status" -eq 0 ]
+	same_tables pv_orders pv_lock
+}
+
+@test "lag not yet known is null in status --json and left out of --prometheus" {
+	[ "$(job_field pv "applied_commit_time IS NULL")" = t ]
+	run pgs pv status --json
+	echo "$output" | jq -e '.lag.seconds == null'
+	run pgs pv status --prometheus
+	[[ $output != *"pgsync_lag_seconds{"* ]]
+}
+
+@test "kill -9 of only pgsync run is not recorded as a clean stop: no stopped_at, and the heartbeat turns stale" {
+	start_run pv
+	wait_until 30 state_is pv STREAMING
+	wait_until 10 eval '[[ $(psql_at tgt -c "SELECT stopped_at IS NULL FROM pgsync.job_runtime WHERE job = '"'pv'"'") == t ]]'
+	kids=$(descendants "$RUN_PID")
+	kill -KILL "$RUN_PID"
+	wait_until 30 none_alive $kids
+	[ "$(psql_at tgt -c "SELECT stopped_at IS NULL FROM pgsync.job_runtime WHERE job = 'pv'")" = t ]
+	wait_until 30 eval 'pgs pv status --json | jq -e ".heartbeat.stale == true and .connection_state == \"disconnected\"" >/dev/null'
+}
+
+@test "a change over resources.max_message_bytes is not retried: ERROR at once, and the action names the key to raise" {
+	job_conf pv pv_slot pv_pub public.pv_orders,public.pv_lock resources.max_message_bytes=1kB >/dev/null
+	psql_at src -c "INSERT INTO pv_orders (note) VALUES (repeat('large ', 2000))"
+	start_run pv
+	wait_run 60
+	cat "$(current_run_log)"
+	[ "$RUN_STATUS" -eq 1 ]
+	! grep -q "retry 1 of" "$(current_run_log)"
+	grep -q "pgsync: error: job pv stopped: .*(resources.max_message_bytes); raise resources.max_message_bytes, then pgsync run" "$(current_run_log)"
+	[ "$(job_state pv)" = ERROR ]
+	run pgs pv status --json
+	echo "$output" | jq -e '.action == "raise resources.max_message_bytes, then pgsync run"'
+	job_conf pv pv_slot pv_pub public.pv_orders,public.pv_lock >/dev/null
+	start_run pv
+	wait_until 60 same_tables pv_orders pv_lock
+	stop_run TERM
+}
+
+@test "cleanup --yes removes the job's files in the state directory, spool/ included" {
+	[ -d "$BATS_FILE_TMPDIR/pv.state/spool" ]
+	run pgs pv cleanup --yes
+	[ "$status" -eq 0 ]
+	[ ! -e "$BATS_FILE_TMPDIR/pv.state/spool" ]
+	[ ! -e "$BATS_FILE_TMPDIR/pv.state/applied.lsn" ]
+	slot_gone pv_slot
 }
 
 @test "bootstrap --restart-snapshot by the least-privilege role copies again" {

@@ -44,6 +44,10 @@ bootstrap_fail() {
 		kill -TERM "$SLOT_PID" 2>/dev/null
 		release_snapshot
 	fi
+	# A table whose copy did not finish is no longer being copied; its
+	# started_at says that this attempt touched it (status: interrupted).
+	sql tgt >/dev/null <<<"UPDATE pgsync.table_sync SET state = 'pending' WHERE job = :'job' AND state = 'copying'" ||
+		log_warn "cannot record the interrupted tables in pgsync.table_sync: $(sql_error)"
 	if ((BS_SLOT_CREATED)); then
 		if drop_owned_slot; then
 			slotnote="; replication slot $SLOT was dropped"
@@ -136,7 +140,7 @@ bootstrap_plan() {
 		mapfile -t TRUNCATE_SET < <(sql tgt <<'SQL'
 SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
   JOIN pgsync.table_sync s ON s.job = :'job' AND s.schema_name = split_part(u.t, '.', 1)
-   AND s.table_name = split_part(u.t, '.', 2) AND s.state <> 'pending'
+   AND s.table_name = split_part(u.t, '.', 2) AND (s.state <> 'pending' OR s.started_at IS NOT NULL)
  WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
  ORDER BY u.ord
 SQL
@@ -237,9 +241,31 @@ create_slot() {
 		bootstrap_fail $EX_RUNTIME "cannot record the consistent point: $(sql_error)"
 }
 
+# The planner's row estimates of the tables (their partitions summed) into
+# table_sync.rows_estimate, for status to show the copy's progress against.
+record_estimates() {
+	local est
+	est=$(src_at_snapshot "$(cat <<'SQL'
+SELECT coalesce(jsonb_object_agg(u.t, e.n), '{}')
+  FROM unnest(string_to_array(:'tables', ',')) AS u(t)
+  CROSS JOIN LATERAL (SELECT format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))::regclass AS r) q
+  CROSS JOIN LATERAL (
+    -- pg_partition_tree lists nothing for a table that is not partitioned
+    SELECT sum(c.reltuples)::bigint AS n FROM pg_class c
+     WHERE c.relkind = 'r' AND c.reltuples >= 0
+       AND (c.oid = q.r OR c.oid IN (SELECT relid FROM pg_partition_tree(q.r)))) e;
+SQL
+	)") && sql tgt -v est="$est" >/dev/null <<'SQL' || log_warn "cannot record the tables' row estimates: $(sql_error)"
+UPDATE pgsync.table_sync s SET rows_estimate = e.value::bigint
+  FROM jsonb_each_text(:'est'::jsonb) e
+ WHERE s.job = :'job' AND s.schema_name || '.' || s.table_name = e.key AND e.value IS NOT NULL
+SQL
+}
+
 copy_tables() {
 	local -a tableargs=()
 	local t
+	record_estimates
 	BS_PHASE="copying tables"
 	for t in "${TABLES[@]}"; do tableargs+=(--table "$(quote_table "$t")"); done
 	rm -f "$WORK/copy.fifo"

@@ -23,7 +23,10 @@ WITH j AS (
   SELECT count(*) AS total, count(*) FILTER (WHERE state = 'done') AS done,
          coalesce(sum(rows_copied), 0) AS rows, coalesce(sum(bytes_copied), 0) AS bytes,
          coalesce(jsonb_agg(jsonb_build_object(
-           'table', schema_name || '.' || table_name, 'state', state, 'rows', rows_copied,
+           'table', schema_name || '.' || table_name,
+           -- pending again after a copy started: an attempt was interrupted
+           'state', CASE WHEN state = 'pending' AND started_at IS NOT NULL THEN 'interrupted' ELSE state END,
+           'rows', rows_copied,
            'bytes', bytes_copied, 'rows_estimate', rows_estimate,
            'started_at', started_at, 'finished_at', finished_at) ORDER BY schema_name, table_name), '[]') AS tables
     FROM pgsync.table_sync WHERE job = :'job'
@@ -82,6 +85,8 @@ WITH j AS (
         WHEN d.jstate = 'SNAPSHOTTING' AND NOT d.is_live THEN 'pgsync bootstrap'
         WHEN d.jstate IN ('CATCHING_UP', 'STREAMING') AND NOT d.is_live THEN 'pgsync run'
         WHEN d.jstate = 'PAUSED' THEN 'raise safety.wal_retention_alarm_bytes or set safety.wal_retention_action = warn, then pgsync run'
+        WHEN d.jstate = 'ERROR' AND d.jerror LIKE '%resources.max_message_bytes%'
+          THEN 'raise resources.max_message_bytes, then pgsync run'
         WHEN d.jstate = 'ERROR' THEN 'pgsync run'
       END,
     'last_error', d.jerror,
