@@ -109,6 +109,22 @@ release_copy() {
 	[[ $output != *"pgsync_lag_seconds{"* ]]
 }
 
+@test "pgsync started in the background from a script stops on SIGINT" {
+	local log=$BATS_FILE_TMPDIR/bg.log
+	(
+		export PGSYNC_SOURCE_URL=$SRC_URL PGSYNC_TARGET_URL=$TGT_URL TMPDIR=$(pgs_tmpdir)
+		# A script's background job: SIGINT ignored from the start.
+		bash -c 'pgsync -c "$1" run >"$2" 2>&1 & echo $! >"$2.pid"; wait $!; echo $? >"$2.status"' \
+			script "$BATS_FILE_TMPDIR/pv.conf" "$log"
+	) 3>&- &
+	wait_until 10 test -s "$log.pid"
+	wait_until 30 state_is pv STREAMING
+	kill -INT "$(<"$log.pid")"
+	bg_wait "$log" 60 || { cat "$log"; ps -ef --forest | grep -A3 pgsync | head -30; false; }
+	[ "$BG_STATUS" -eq 0 ]
+	grep -q "pgsync: stopping job pv on SIGINT" "$log"
+}
+
 @test "kill -9 of only pgsync run is not recorded as a clean stop: no stopped_at, and the heartbeat turns stale" {
 	start_run pv
 	wait_until 30 state_is pv STREAMING
