@@ -5,6 +5,7 @@
  * repeats the durable position for pg-walcat --ack-file and pg-ack.
  */
 #include "applier.h"
+#include "applysession.h"
 #include "catalog.h"
 #include "checkpoint.h"
 #include "common.h"
@@ -15,6 +16,7 @@
 #include "log.h"
 #include "lsn.h"
 #include "relcache.h"
+#include "replay.h"
 #include "session.h"
 #include "sig.h"
 #include "snapload.h"
@@ -58,7 +60,7 @@ static const char usage_text[] =
 	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
 	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
 	"                [--copy-threshold ROWS] [--no-merge-updates] [--connection-file FILE]\n"
-	"                [--log-level LEVEL] [--json] [FILE...]\n";
+	"                [--max-retries N] [--no-loop] [--log-level LEVEL] [--json] [FILE...]\n";
 
 static const char help_text[] =
 	"\n"
@@ -78,6 +80,8 @@ static const char help_text[] =
 	"      --no-merge-updates         send every update, even of a row updated again in the batch\n"
 	"      --connection-file=FILE     report the source connection's state that\n"
 	"                                 pg-walcat --connection-file keeps in FILE\n"
+	"      --max-retries=N            reconnect attempts to the target before giving up (10)\n"
+	"      --no-loop                  exit 1 when the target session is lost instead of reconnecting\n"
 	"      --log-level=LEVEL          debug, info, warning or error (info)\n"
 	"      --json                     log JSON lines\n"
 	"  -h, --help                     show this help\n"
@@ -86,8 +90,8 @@ static const char help_text[] =
 struct app {
 	/* options */
 	const char *conninfo, *job_opt, *checkpoint_path, *conn_file;
-	int jobs, copy_threshold;
-	bool no_merge;
+	int jobs, copy_threshold, max_retries;
+	bool no_merge, no_loop;
 	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
 	char **files;
 	int nfiles, cur;
@@ -98,7 +102,18 @@ struct app {
 	struct relcache *rc;
 	struct applier *ap;
 	struct heartbeat *hb;
+	struct applysession_cfg scfg;	/* to open the sessions again */
 	bool replica_role;
+
+	/*
+	 * What was read since the last target commit, to apply again on a new
+	 * session (lib/replay.h), and the stream's transaction state there.
+	 */
+	struct replay *rp;
+	struct sr_mark mark, premark;	/* ... and before the line being applied */
+	bool in_line;
+	int retries;				/* reconnect attempts since the last commit */
+	uint32_t reconnects;		/* target sessions replaced */
 
 	/* the job and the identity of its source */
 	bool job_ready;
@@ -205,7 +220,8 @@ heartbeat(bool force, bool stopped, const char *state)
 	struct hb_stats st = {
 		.state = state,
 		.connection_state = known ? srcstatus_name(src.state) : NULL,
-		.reconnects = known ? src.reconnects : 0,
+		/* The job's connections lost and made again: source and target. */
+		.reconnects = (known ? src.reconnects : 0) + A.reconnects,
 		.source_version = A.source_version[0] ? A.source_version : NULL,
 		.received = A.received,
 		.applied = A.durable,
@@ -215,8 +231,34 @@ heartbeat(bool force, bool stopped, const char *state)
 		.last_commit_time = A.commit_time[0] ? A.commit_time : NULL,
 	};
 
-	if (A.hb)
-		heartbeat_tick(A.hb, A.meta, &st, force, stopped);
+	struct apply_err err;
+
+	if (A.hb == NULL)
+		return;
+	/*
+	 * Lost alone (the apply session still works): open it again, once per
+	 * heartbeat. A failure keeps the broken one, whose errors then lead the
+	 * apply session into recover().
+	 */
+	if (A.meta && PQstatus(A.meta) == CONNECTION_BAD && heartbeat_wait_ms(A.hb) == 0)
+	{
+		PGconn *c = applysession_connect(A.conninfo, &err);
+
+		if (c != NULL && applysession_meta(c, &err))
+		{
+			PQfinish(A.meta);
+			A.meta = c;
+			A.reconnects++;
+			if (A.ap)
+				applier_set_meta(A.ap, c);
+		}
+		else
+		{
+			PQfinish(c);
+			log_warn("cannot write the heartbeat: %s", err.msg);
+		}
+	}
+	heartbeat_tick(A.hb, A.meta, &st, force, stopped);
 }
 
 /* Milliseconds the main loop may sleep before a timer needs it. */
@@ -292,17 +334,128 @@ fail_in(bool with_line, int code, const char *fmt, ...)
 
 #define fail_at(...) fail_in(true, __VA_ARGS__)
 
+/* --- losing the target ------------------------------------------------- */
+
+/*
+ * Everything read so far is durable on the target, or void; committing in
+ * the middle of a line (A.in_line), except that line, which then starts the
+ * window with the stream's state from before it.
+ */
 static void
+window_reset(bool keep_line)
+{
+	keep_line = keep_line && A.in_line;
+	replay_reset(A.rp, keep_line);
+	if (keep_line)
+		A.mark = A.premark;
+	else
+		sr_mark(A.sr, &A.mark);
+}
+
+/* The sessions, as lib/applysession.c handles them. */
+static struct applysession
+sessions(void)
+{
+	struct applysession s = {A.conn, A.meta, A.ap, A.replica_role, A.retries};
+
+	return s;
+}
+
+static void
+set_sessions(const struct applysession *s)
+{
+	A.conn = s->conn;
+	A.meta = s->meta;
+	A.ap = s->ap;
+	A.replica_role = s->replica_role;
+	A.retries = s->retries;
+}
+
+static void
+drop_sessions(void)
+{
+	struct applysession s = sessions();
+
+	applysession_close(&s);
+	set_sessions(&s);
+}
+
+/*
+ * The target session failed in a way a new one may not (lost, the server
+ * restarting, a serialization failure or deadlock): open new sessions, ask
+ * the target what it committed, and apply again what was read since the
+ * last commit, skipping what the target already has. Exits when that
+ * cannot be done: not retryable, --no-loop, the lines were not all kept,
+ * or --max-retries attempts failed.
+ */
+static void
+recover(const struct apply_err *why)
+{
+	struct apply_err err = *why;
+	struct applysession s;
+	char l[LSN_BUFSZ];
+	bool ok;
+
+	if (!why->retry || A.no_loop)
+	{
+		if (why->retry)
+			log_error("not reconnecting (--no-loop)");
+		fail(why);
+	}
+	if (replay_overflowed(A.rp))
+	{
+		apply_err_set(&err, EXIT_RUNTIME,
+					  "%s; the stream read since the last commit on the target (%zu bytes) is more than pg-apply keeps to apply again (twice --max-batch-bytes): not reconnecting, a restarted producer sends it again",
+					  why->msg, replay_bytes(A.rp));
+		fail(&err);
+	}
+	log_warn("%s: reconnecting", why->msg);
+	s = sessions();
+	ok = applysession_recover(&A.scfg, &s, A.durable, &A.durable, A.commit_time, sizeof(A.commit_time), &err);
+	set_sessions(&s);
+	if (!ok && err.code == EXIT_DONE)
+	{
+		log_info("%s; position %s", err.msg, lsn_format(A.durable, l));
+		write_checkpoint(true);
+		exit(EXIT_DONE);
+	}
+	if (!ok)
+		fail(&err);
+	A.reconnects++;
+	A.applied = A.durable;
+	if (A.durable > A.received)
+		A.received = A.durable;
+	A.skip_below = A.durable;
+	A.rows_mark = 0;
+	A.batch_dirty = A.skipping = A.commit_due = false;
+	A.batch_bytes = A.batch_txns = 0;
+	A.batch_start_ms = 0;
+	A.batch_commit_time[0] = '\0';
+	replay_start(A.rp);
+	sr_rewind(A.sr, &A.mark);
+	write_checkpoint(true);
+	heartbeat(true, false, "STREAMING");
+	log_info("reconnected to the target (applied position %s): applying again what was read since", lsn_format(A.durable, l));
+}
+
+/* --- batches ----------------------------------------------------------- */
+
+/* False when the target session was lost and replaced (see recover()). */
+static bool
 commit_batch(void)
 {
 	struct apply_err err;
 
 	A.commit_due = false;
 	if (!A.batch_dirty && (A.ap == NULL || !applier_txn_open(A.ap)))
-		return;
+		return true;
 	if (!applier_commit(A.ap, A.applied, A.batch_commit_time[0] ? A.batch_commit_time : NULL, &err))
-		fail(&err);
+	{
+		recover(&err);
+		return false;
+	}
 	A.durable = A.applied;
+	A.retries = 0;
 	if (A.batch_commit_time[0])
 		memcpy(A.commit_time, A.batch_commit_time, sizeof(A.commit_time));
 	A.transactions += A.batch_txns;
@@ -313,17 +466,21 @@ commit_batch(void)
 	A.batch_bytes = A.batch_txns = 0;
 	A.batch_start_ms = 0;
 	A.batch_commit_time[0] = '\0';
+	window_reset(true);
 	write_checkpoint(false);
+	return true;
 }
 
-/* Forget the open batch: the producer sends it again. */
+/*
+ * Forget the open batch: the producer sends it again. When exiting, a
+ * failed rollback does not matter: closing the session rolls back.
+ */
 static void
-rollback_batch(void)
+rollback_batch(bool exiting)
 {
 	struct apply_err err;
+	bool ok = A.ap == NULL || applier_rollback(A.ap, &err);
 
-	if (A.ap && !applier_rollback(A.ap, &err))
-		fail(&err);
 	if (A.ap)
 		A.rows_mark = applier_rows(A.ap);
 	A.applied = A.durable;
@@ -333,17 +490,21 @@ rollback_batch(void)
 	A.batch_start_ms = 0;
 	A.batch_commit_time[0] = '\0';
 	A.skipping = false;
+	window_reset(false);
+	if (!ok && !exiting)
+		recover(&err);
 }
 
-static void __attribute__((noreturn))
+/* Returns only when the last batch was lost with its session: replay it. */
+static void
 finish(bool signalled)
 {
 	char l[LSN_BUFSZ];
 
 	if (sr_in_txn(A.sr))
-		rollback_batch();
-	else
-		commit_batch();
+		rollback_batch(true);
+	else if (!commit_batch())
+		return;
 	write_checkpoint(true);
 	heartbeat(true, true, "STOPPED");
 	if (A.job_ready)
@@ -351,8 +512,8 @@ finish(bool signalled)
 				 signalled ? "stopped by signal" : "end of stream",
 				 (unsigned long long) A.transactions, (unsigned long long) A.skipped,
 				 lsn_format(A.durable, l));
-	PQfinish(A.conn);
-	PQfinish(A.meta);
+	drop_sessions();
+	replay_free(A.rp);
 	exit(EXIT_DONE);
 }
 
@@ -397,6 +558,7 @@ init_job(const struct sr_record *rec)
 	ao.held_bytes = A.max_batch_bytes < 4 * 1024 * 1024 ? (size_t) A.max_batch_bytes : 4 * 1024 * 1024;
 	if ((A.ap = applier_new(A.conn, A.meta, A.rc, &ao, &A.replica_role, &err)) == NULL)
 		fail(&err);
+	A.scfg = (struct applysession_cfg) {A.conninfo, A.job, id, A.rc, ao, LOCK_WAIT_MS, A.max_retries};
 	if (!A.replica_role)
 		log_info("no permission to set session_replication_role: triggers and foreign keys stay active on the target");
 	A.hb = heartbeat_new(A.job, A.heartbeat_ms);
@@ -427,10 +589,11 @@ on_header(const struct sr_record *rec)
 	{
 		log_warn("%s:%llu: stream restarted inside transaction %llu: discarding the uncommitted batch; the producer sends it again",
 				 input_name(A.in), (unsigned long long) input_lineno(A.in), (unsigned long long) rec->open_xid);
-		rollback_batch();
+		rollback_batch(false);
 	}
-	else
-		commit_batch();
+	/* The tables of the stream before are undefined now (committed before
+	 * the header was read, see on_line()). */
+	replay_forget_relations(A.rp);
 	/* A stream that starts past what the target holds cannot contain the
 	 * transactions in between (a slot recreated, or advanced by someone
 	 * else): applying it would silently leave a hole. */
@@ -492,7 +655,8 @@ snapshot_tick(void)
 	heartbeat(false, false, "SNAPSHOTTING");
 }
 
-static void
+/* False when the target session was lost first (see recover()). */
+static bool
 on_snapshot(const struct sr_record *rec)
 {
 	struct snapload_opts so = {A.conninfo, A.jobs, A.job, A.replica_role, snapshot_tick};
@@ -501,11 +665,12 @@ on_snapshot(const struct sr_record *rec)
 	lsn_t pos = 0;
 	int rc;
 
-	commit_batch();
+	if (!commit_batch())
+		return false;
 	if (A.skip_below != 0 && rec->lsn <= A.skip_below)
 	{
 		skip_snapshot(rec->lsn);
-		return;
+		return true;
 	}
 	heartbeat(true, false, "SNAPSHOTTING");
 	rc = snapload_section(A.in, rec->f, rec->nf, &so, &pos);
@@ -524,6 +689,7 @@ on_snapshot(const struct sr_record *rec)
 		fail(&err);
 	log_info("snapshot loaded; changes continue from %s", lsn_format(pos, l));
 	heartbeat(true, false, "STREAMING");
+	return true;
 }
 
 /*
@@ -541,18 +707,29 @@ checks_promise(const char *line, size_t len)
 		(len > 4 && memcmp(line, "END\t", 4) == 0);
 }
 
-static void
+/*
+ * Apply one line. False when the target session was lost and replaced: the
+ * line is then applied again from the replay (see recover()), and nothing
+ * of it may be used here any more.
+ */
+static bool
 on_line(const char *line, size_t len)
 {
 	struct sr_record rec;
 	struct apply_err err;
 
-	if (A.commit_due && !checks_promise(line, len))
-		commit_batch();
+	/* A header between transactions ends the batch too, before it is
+	 * parsed: it forgets the tables, which a replay still needs. */
+	if ((A.commit_due && !checks_promise(line, len)) ||
+		(len >= 5 && memcmp(line, "PGCS\t", 5) == 0 && !sr_in_txn(A.sr)))
+	{
+		if (!commit_batch())
+			return false;
+	}
 	if (!sr_parse(A.sr, line, len, &rec))
 		fail_at(EXIT_UNSUPPORTED, "%s", sr_error(A.sr));
-	if (A.commit_due)
-		commit_batch();
+	if (A.commit_due && !commit_batch())
+		return false;
 	switch (rec.type)
 	{
 		case SR_HEADER:
@@ -583,7 +760,10 @@ on_line(const char *line, size_t len)
 		case SR_DELETE:
 		case SR_TRUNCATE:
 			if (!A.skipping && !applier_change(A.ap, &rec, A.xid, A.commit_lsn, &err))
-				fail(&err);
+			{
+				recover(&err);
+				return false;
+			}
 			break;
 		case SR_MESSAGE:
 			log_debug("ignoring a logical message at line %llu", (unsigned long long) input_lineno(A.in));
@@ -602,10 +782,11 @@ on_line(const char *line, size_t len)
 			A.batch_txns++;
 			A.batch_dirty = true;
 			A.batch_bytes += len + 1;
+			/* The replay's window too: what it holds is bounded by the batch. */
 			if (A.batch_bytes >= A.max_batch_bytes || now_ms() - A.batch_start_ms >= A.max_batch_delay_ms ||
-				applier_wants_commit(A.ap))
+				applier_wants_commit(A.ap) || replay_bytes(A.rp) >= A.max_batch_bytes)
 				A.commit_due = true;
-			return;
+			return true;
 		case SR_POSITION:
 		case SR_END:
 			if (rec.lsn > A.received)
@@ -617,11 +798,31 @@ on_line(const char *line, size_t len)
 			}
 			break;
 		case SR_SNAPSHOT:
-			on_snapshot(&rec);
+			if (!on_snapshot(&rec))
+				return false;
 			break;
 	}
 	if (sr_in_txn(A.sr) && !A.skipping)
 		A.batch_bytes += len + 1;
+	return true;
+}
+
+/*
+ * Keep the line for a replay, then apply it. Nothing to replay when no
+ * batch is open outside a transaction: the window starts again.
+ */
+static void
+apply_line(const char *line, size_t len)
+{
+	bool ok;
+
+	replay_record(A.rp, line, len);
+	sr_mark(A.sr, &A.premark);
+	A.in_line = true;
+	ok = on_line(line, len);
+	A.in_line = false;
+	if (ok && !sr_in_txn(A.sr) && !A.batch_dirty && !(A.ap && applier_txn_open(A.ap)))
+		window_reset(false);
 }
 
 /* --- input ------------------------------------------------------------- */
@@ -652,7 +853,7 @@ truncated(void)
 	bool in_txn = sr_in_txn(A.sr);
 	uint64_t xid = sr_txn_xid(A.sr);
 
-	rollback_batch();
+	rollback_batch(true);
 	if (in_txn)
 		fail_in(false, EXIT_RUNTIME, "stream truncated in transaction %llu at line %llu",
 				(unsigned long long) xid, line);
@@ -723,14 +924,18 @@ run(void)
 	{
 		const char *line;
 		size_t len;
+		bool again;
 
 		if (sig_stop_requested())
 			finish(true);
-		switch (input_next(A.in, &line, &len, 0))
+		/* Lines to apply again after a lost session come first. */
+		again = replay_next(A.rp, &line, &len);
+		switch (again ? IN_LINE : input_next(A.in, &line, &len, 0))
 		{
 			case IN_LINE:
-				A.rate_cur += len + 1;
-				on_line(line, len);
+				if (!again)
+					A.rate_cur += len + 1;
+				apply_line(line, len);
 				if (++lines % 256 == 0)
 				{
 					rate_tick();
@@ -743,7 +948,8 @@ run(void)
 				{
 					if (!A.commit_due && !input_live() && !input_quiet())
 						break;
-					commit_batch();
+					if (!commit_batch())
+						break;
 				}
 				timers();
 				wait_input();
@@ -754,6 +960,7 @@ run(void)
 				if (sr_in_txn(A.sr))
 					truncated();
 				finish(false);
+				break;
 			case IN_TRUNCATED:
 				truncated();
 			case IN_TOOLONG:
@@ -771,6 +978,7 @@ run(void)
 enum {
 	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
 	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
+	OPT_MAX_RETRIES, OPT_NO_LOOP,
 };
 
 static void
@@ -788,6 +996,8 @@ parse_options(int argc, char **argv)
 		{"copy-threshold", required_argument, NULL, OPT_COPY},
 		{"no-merge-updates", no_argument, NULL, OPT_NO_MERGE},
 		{"connection-file", required_argument, NULL, OPT_CONN_FILE},
+		{"max-retries", required_argument, NULL, OPT_MAX_RETRIES},
+		{"no-loop", no_argument, NULL, OPT_NO_LOOP},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
@@ -806,6 +1016,7 @@ parse_options(int argc, char **argv)
 	A.max_batch_delay_ms = 100;
 	A.max_message_bytes = 32 * 1024 * 1024;
 	A.heartbeat_ms = 10000;
+	A.max_retries = 10;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:j:h", opts, NULL)) != -1)
 	{
@@ -849,6 +1060,12 @@ parse_options(int argc, char **argv)
 				break;
 			case OPT_NO_MERGE: A.no_merge = true; break;
 			case OPT_CONN_FILE: A.conn_file = optarg; break;
+			case OPT_MAX_RETRIES:
+				if (!parse_int(optarg, 0, 1000000, &v))
+					bad = "--max-retries";
+				A.max_retries = (int) v;
+				break;
+			case OPT_NO_LOOP: A.no_loop = true; break;
 			case OPT_LOG_LEVEL:
 				if (!log_parse_level(optarg, &level))
 					bad = "--log-level";
@@ -880,25 +1097,10 @@ parse_options(int argc, char **argv)
 	A.nfiles = optind < argc ? argc - optind : 1;
 }
 
-static PGconn *
-connect_target(void)
-{
-	char shown[512];
-	struct pgerr pe;
-	PGconn *c = session_open(A.conninfo, SESSION_SQL, &pe);
-
-	if (c == NULL)
-	{
-		conn_display(A.conninfo, shown, sizeof(shown));
-		log_fatal(pe.retryable ? EXIT_RUNTIME : EXIT_PREFLIGHT, "cannot connect to the target (%s): %s",
-				  shown, pe.msg);
-	}
-	return c;
-}
-
 int
 main(int argc, char **argv)
 {
+	struct apply_err err;
 	struct pgerr pe;
 
 	log_init(argv[0]);
@@ -910,18 +1112,19 @@ main(int argc, char **argv)
 			log_fatal(EXIT_USAGE, "cannot open \"%s\": %s", A.files[i], strerror(errno));
 	open_next_input();
 
-	A.conn = connect_target();
-	A.meta = connect_target();
+	if ((A.conn = applysession_connect(A.conninfo, &err)) == NULL ||
+		(A.meta = applysession_connect(A.conninfo, &err)) == NULL)
+		log_fatal(err.code, "%s", err.msg);
 	if (!catalog_ensure(A.meta, &pe))
 		log_fatal(strcmp(pe.sqlstate, "42501") == 0 ? EXIT_PREFLIGHT : EXIT_RUNTIME,
 				  "cannot create the pgsync schema on the target: %s%s%s%s", pe.msg,
 				  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
-	/* format_type() then qualifies names as the apply session needs them. */
-	/* The snapshot position is recorded here: durable before the checkpoint
-	 * file names it, whatever the role's or database's default says. */
-	if (!conn_command(A.meta, "SET search_path = ''", 0, NULL, &pe) ||
-		!conn_command(A.meta, "SET synchronous_commit = on", 0, NULL, &pe))
-		log_fatal(EXIT_RUNTIME, "cannot set up the metadata session: %s", pe.msg);
+	if (!applysession_meta(A.meta, &err))
+		log_fatal(EXIT_RUNTIME, "%s", err.msg);
 	A.sr = sr_new();
+	/* Twice a batch: a batch ends at the first transaction boundary past
+	 * --max-batch-bytes, so its last transaction may be about that big. */
+	A.rp = replay_new(A.max_batch_bytes < 512 * 1024 ? 1024 * 1024 : (size_t) (2 * A.max_batch_bytes));
+	sr_mark(A.sr, &A.mark);
 	run();
 }

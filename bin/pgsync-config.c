@@ -479,7 +479,9 @@ finish(void)
 	if (nerrors)
 		return;
 
-	fixed = knum("resources.max_inflight_bytes") + knum("resources.max_batch_bytes") +
+	/* A batch's updates held to be merged, and the stream read since the
+	 * last target commit, kept to apply it again (at most two batches). */
+	fixed = knum("resources.max_inflight_bytes") + 3 * knum("resources.max_batch_bytes") +
 		knum("resources.max_parallel_copies") * 2 * knum("resources.buffer_size_kb") * 1024 +
 		BASELINE_BYTES;
 	total = budget->num * MIB;
@@ -498,7 +500,7 @@ finish(void)
 
 		if (room < MESSAGE_FLOOR)
 		{
-			cfg_error(blame, "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
+			cfg_error(blame, "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
 					  (unsigned long long) budget->num,
 					  (unsigned long long) ((fixed + 2 * MESSAGE_FLOOR + MIB - 1) / MIB));
 			return;
@@ -509,7 +511,7 @@ finish(void)
 	}
 	if (fixed + 2 * msg->num > total)
 		cfg_error(blame ? blame : msg->line,
-				  "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x max_message_bytes + 10 MiB = %llu MiB",
+				  "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x max_message_bytes + 10 MiB = %llu MiB",
 				  (unsigned long long) budget->num,
 				  (unsigned long long) ((fixed + 2 * msg->num + MIB - 1) / MIB));
 }

@@ -72,6 +72,7 @@ lost(struct applier *a, struct apply_err *err)
 {
 	apply_err_set(err, EXIT_RUNTIME, "lost the target connection: %s",
 				  applyerr_conn_msg(a->conn));
+	err->retry = true;
 	return false;
 }
 
@@ -723,6 +724,12 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	a->offs = xmalloc(sizeof(*a->offs) * 2 * SR_MAX_COLS);
 	a->params = xmalloc(sizeof(*a->params) * 2 * SR_MAX_COLS);
 	return a;
+}
+
+void
+applier_set_meta(struct applier *a, PGconn *meta)
+{
+	a->meta = meta;
 }
 
 void

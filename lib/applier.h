@@ -45,6 +45,9 @@ struct applier *applier_new(PGconn *conn, PGconn *meta, struct relcache *rc,
 							struct apply_err *err);
 void applier_free(struct applier *a);
 
+/* The metadata connection was replaced (it was lost on its own). */
+void applier_set_meta(struct applier *a, PGconn *meta);
+
 /* Apply one INSERT, UPDATE, DELETE or TRUNCATE of source transaction xid. */
 bool applier_change(struct applier *a, const struct sr_record *rec,
 					uint64_t xid, lsn_t commit_lsn, struct apply_err *err);

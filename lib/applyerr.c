@@ -1,5 +1,6 @@
 #include "applyerr.h"
 #include "common.h"
+#include "conn.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -185,6 +186,7 @@ applyerr_result(const struct pending *p, const PGresult *res, PGconn *conn,
 	{
 		apply_err_set(err, EXIT_RUNTIME, "lost the target connection: %s",
 					  primary ? primary : applyerr_conn_msg(conn));
+		err->retry = true;
 		return;
 	}
 	switch (p->kind)
@@ -216,6 +218,7 @@ applyerr_result(const struct pending *p, const PGresult *res, PGconn *conn,
 	if (colname != NULL)
 		snprintf(col, sizeof(col), "column \"%s\", ", colname);
 	apply_err_set(err, applyerr_exit_code(state), "%s: %s (%sSQLSTATE %s)", what, msg, col, state);
+	err->retry = sqlstate_retryable(state);
 }
 
 bool

@@ -95,10 +95,13 @@ heartbeat_tick(struct heartbeat *hb, PGconn *meta, const struct hb_stats *st,
 
 	if (!force && heartbeat_wait_ms(hb) != 0)
 		return;
-	if (meta == NULL)
+	/* A lost session is opened again by its owner, with its settings:
+	 * PQreset() would come back without them. */
+	if (meta == NULL || PQstatus(meta) == CONNECTION_BAD)
+	{
+		hb->last_ms = now;
 		return;
-	if (PQstatus(meta) == CONNECTION_BAD)
-		PQreset(meta);
+	}
 	secs = hb->last_ms ? (double) (now - hb->last_ms) / 1000.0 : 0;
 	snprintf(pid, sizeof(pid), "%ld", (long) getpid());
 	if (gethostname(host, sizeof(host)) != 0)

@@ -14,6 +14,7 @@ query_failed(struct apply_err *err, const char *what, const struct pgerr *pe)
 	apply_err_set(err, applyerr_exit_code(pe->sqlstate) == EXIT_PREFLIGHT ? EXIT_PREFLIGHT : EXIT_RUNTIME,
 				  "cannot %s: %s%s%s%s", what, pe->msg, pe->sqlstate[0] ? " (SQLSTATE " : "",
 				  pe->sqlstate, pe->sqlstate[0] ? ")" : "");
+	err->retry = pe->retryable;
 	return false;
 }
 
@@ -40,6 +41,8 @@ jobrow_lock(PGconn *conn, const char *job, uint64_t wait_ms, struct apply_err *e
 		if (now_ms() - start > wait_ms)
 		{
 			apply_err_set(err, EXIT_RUNTIME, "job \"%s\" is being applied by another process", job);
+			/* ... or by the session we lost, not gone yet on the server. */
+			err->retry = true;
 			return false;
 		}
 		usleep(100 * 1000);

@@ -17,6 +17,7 @@ struct relcache {
 	char **tables;				/* "schema\ntable" of the job's snapshot */
 	size_t ntables;
 	unsigned stmt_counter;
+	unsigned session;			/* bumped by relcache_new_session() */
 };
 
 void
@@ -25,6 +26,7 @@ apply_err_set(struct apply_err *e, int code, const char *fmt, ...)
 	va_list ap;
 
 	e->code = code;
+	e->retry = false;
 	va_start(ap, fmt);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
@@ -71,6 +73,7 @@ relcache_load_tables(struct relcache *rc, PGconn *meta, struct apply_err *err)
 	{
 		apply_err_set(err, EXIT_RUNTIME, "cannot read pgsync.table_sync: %s%s%s%s", pe.msg,
 					  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		err->retry = pe.retryable;
 		return false;
 	}
 	free_tables(rc);
@@ -227,6 +230,7 @@ read_merge_ok(PGconn *meta, const char *const params[2], struct rc_rel *r, const
 	{
 		apply_err_set(err, EXIT_RUNTIME, "cannot read the indexes of %s on the target: %s%s%s%s", name,
 					  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		err->retry = pe.retryable;
 		return false;
 	}
 	for (int i = 0; i < r->ncols; i++)
@@ -269,6 +273,7 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 	{
 		apply_err_set(err, EXIT_RUNTIME, "cannot read the columns of %s on the target: %s%s%s%s", name,
 					  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		err->retry = pe.retryable;
 		return NULL;
 	}
 	if (PQntuples(res) == 0)
@@ -504,6 +509,13 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 			*prev = s->next;
 			s->next = rel->stmts;
 			rel->stmts = s;
+			if (s->session != rc->session)
+			{
+				/* Prepared in a session that is gone: prepare it again. */
+				s->session = rc->session;
+				relcache_sql(rel, sig, sql);
+				*created = true;
+			}
 			return s;
 		}
 	if (rel->nstmts >= RC_MAX_STMTS)
@@ -513,6 +525,7 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 	s->sig = xmalloc(siglen);
 	memcpy(s->sig, sig, siglen);
 	s->siglen = siglen;
+	s->session = rc->session;
 	snprintf(s->name, sizeof(s->name), "pgsync_%u", ++rc->stmt_counter);
 	s->nparams = 0;
 	for (int i = 0; i < rel->ncols; i++)
@@ -525,6 +538,12 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 	relcache_sql(rel, sig, sql);
 	*created = true;
 	return s;
+}
+
+void
+relcache_new_session(struct relcache *rc)
+{
+	rc->session++;
 }
 
 void

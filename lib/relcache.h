@@ -16,9 +16,15 @@
 #include "buf.h"
 #include "streamread.h"
 
-/* An error on its way to the user: exit code and one line of text. */
+/*
+ * An error on its way to the user: exit code and one line of text, and
+ * whether a new target session may succeed where this one failed (a lost
+ * connection, a server shutting down, a serialization failure or deadlock).
+ * apply_err_set() clears retry; whoever knows better sets it after.
+ */
 struct apply_err {
 	int code;
+	bool retry;
 	char msg[1200];
 };
 
@@ -46,7 +52,7 @@ struct rc_stmt {
 	size_t siglen;
 	char name[24];
 	int nparams;
-	bool prepared;				/* Parse sent (its result may be pending) */
+	unsigned session;			/* the target session it was prepared in */
 	struct rc_stmt *next;
 };
 
@@ -100,6 +106,12 @@ struct rc_rel *relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *sr
 struct rc_stmt *relcache_stmt(struct relcache *rc, struct rc_rel *rel,
 							  const char *sig, size_t siglen,
 							  struct buf *sql, bool *created);
+
+/*
+ * The apply session was replaced (pg-apply reconnected): every statement is
+ * prepared again on first use in the new one.
+ */
+void relcache_new_session(struct relcache *rc);
 
 /* SQL text for a signature (for unnamed execution). */
 void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);

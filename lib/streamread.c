@@ -113,6 +113,26 @@ sr_txn_xid(const struct streamread *sr)
 	return sr->xid;
 }
 
+void
+sr_mark(const struct streamread *sr, struct sr_mark *m)
+{
+	m->have_last = sr->have_last;
+	m->last_commit_lsn = sr->last_commit_lsn;
+	m->promised = sr->promised;
+	m->promised_by = sr->promised_by;
+}
+
+void
+sr_rewind(struct streamread *sr, const struct sr_mark *m)
+{
+	sr->in_txn = false;
+	sr->after_begin = false;
+	sr->have_last = m->have_last;
+	sr->last_commit_lsn = m->last_commit_lsn;
+	sr->promised = m->promised;
+	sr->promised_by = m->promised_by;
+}
+
 bool
 sr_started(const struct streamread *sr)
 {

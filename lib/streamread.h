@@ -110,6 +110,21 @@ lsn_t sr_promised(const struct streamread *sr);
 /* Has a header been read yet. */
 bool sr_started(const struct streamread *sr);
 
+/*
+ * The transaction structure at a transaction boundary, to read the lines
+ * after it a second time (pg-apply replays what the target lost): taken with
+ * sr_mark() outside a transaction, restored with sr_rewind(). Relation
+ * definitions are not part of it: the lines replayed redefine them.
+ */
+struct sr_mark {
+	bool have_last;
+	lsn_t last_commit_lsn;
+	lsn_t promised;
+	const char *promised_by;
+};
+void sr_mark(const struct streamread *sr, struct sr_mark *m);
+void sr_rewind(struct streamread *sr, const struct sr_mark *m);
+
 /* "public.users" for messages (unquoted, as named in the stream). */
 const char *sr_rel_name(const struct sr_rel *rel, char *buf, size_t len);
 
