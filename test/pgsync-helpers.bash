@@ -85,6 +85,15 @@ pgs_bg() {
 	BG_PID=$(<"$log.pid")
 }
 
+# descendants PID: every process below PID, parents before children.
+descendants() {
+	local p
+	for p in $(ps -o pid= --ppid "$1"); do
+		echo "$p"
+		descendants "$p"
+	done
+}
+
 # bg_wait LOG SECONDS: wait for the background pgsync writing LOG to end;
 # BG_STATUS is its exit status.
 bg_wait() {

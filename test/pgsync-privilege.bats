@@ -27,14 +27,6 @@ teardown_file() {
 	cluster_stop_all
 }
 
-descendants() {
-	local p
-	for p in $(ps -o pid= --ppid "$1"); do
-		echo "$p"
-		descendants "$p"
-	done
-}
-
 none_alive() {
 	local p
 	for p in "$@"; do

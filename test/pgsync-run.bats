@@ -2,7 +2,9 @@
 # pgsync run and status against real servers: streaming into identical
 # tables, CATCHING_UP -> STREAMING, clean stops on SIGTERM and SIGINT, ERROR
 # -> CATCHING_UP, retries then ERROR (exit 1), the WAL retention monitor
-# (warn, stop -> PAUSED), stale heartbeats, and the status interfaces.
+# (warn, stop -> PAUSED), stale heartbeats, and the status interfaces. The
+# job runs as the guide's least-privilege source role and a target role that
+# is not a superuser.
 
 load lib/cluster
 load pgsync-helpers
@@ -16,6 +18,9 @@ setup_file() {
 		INSERT INTO rn_a SELECT g, 'a' || g, g FROM generate_series(1, 1000) g;
 		INSERT INTO rn_b SELECT 'k' || g, jsonb_build_object('g', g) FROM generate_series(1, 100) g;
 		CREATE PUBLICATION rn_pub FOR TABLE rn_a, rn_b"
+	# As the guide's least-privilege roles.
+	lp_source_role rn_src rn_a rn_b
+	lp_target_role rn_tgt
 	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
 	pgs rn bootstrap
 }
@@ -32,15 +37,6 @@ make_unpublished_wal() {
 
 log_has() {
 	grep -qF -- "$2" "$BATS_FILE_TMPDIR/$1.run.log"
-}
-
-# descendants PID: every process below PID, parents before children.
-descendants() {
-	local p
-	for p in $(ps -o pid= --ppid "$1"); do
-		echo "$p"
-		descendants "$p"
-	done
 }
 
 heartbeat_running() {
@@ -295,6 +291,7 @@ runtime_conn() {
 		CREATE TABLE \"McS\".\"Orders\$\" (\"Id\" int PRIMARY KEY, \"Note\" text);
 		INSERT INTO \"McS\".\"Orders\$\" SELECT g, 'n' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION mc_pub FOR TABLE \"McS\".\"Orders\$\""
+	lp_source_role rn_src 'McS.Orders$'
 	job_conf mc mc_slot mc_pub 'McS.Orders$' >/dev/null
 	run pgs mc bootstrap
 	[ "$status" -eq 0 ]

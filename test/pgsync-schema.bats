@@ -2,7 +2,8 @@
 # Schema changes on the source, each row of the operations guide's table,
 # against a running job on real servers: column added, column dropped,
 # column type changed (fits / does not fit), table added to the publication,
-# and additive changes made on the target first.
+# and additive changes made on the target first. The job runs as the guide's
+# least-privilege source role and a target role that is not a superuser.
 
 load lib/cluster
 load pgsync-helpers
@@ -15,6 +16,9 @@ setup_file() {
 		INSERT INTO sc_a (id, name) SELECT g, 'n' || g FROM generate_series(1, 100) g;
 		INSERT INTO sc_n SELECT g, g FROM generate_series(1, 100) g;
 		CREATE PUBLICATION sc_pub FOR TABLE sc_a, sc_n"
+	# As the guide's least-privilege roles.
+	lp_source_role sc_src sc_a sc_n
+	lp_target_role sc_tgt
 	job_conf sc sc_slot sc_pub public.sc_a,public.sc_n safety.max_retries=0 >/dev/null
 	pgs sc bootstrap
 }
@@ -120,6 +124,7 @@ target_has_row() {
 
 @test "the documented fix for an added table: add it to replication.tables, cleanup, bootstrap --restart-snapshot" {
 	job_conf sc sc_slot sc_pub public.sc_a,public.sc_n,public.sc_new safety.max_retries=0 >/dev/null
+	lp_source_role sc_src sc_new
 	run pgs sc cleanup --yes
 	[ "$status" -eq 0 ]
 	run pgs sc bootstrap --restart-snapshot
