@@ -31,7 +31,8 @@ static const char synopsis[] =
 	"usage: pg-snapshot-dump -d SOURCE (--snapshot NAME --position LSN [--slot NAME] | --own-snapshot)\n"
 	"                        (--publication NAME | --table SCHEMA.TABLE...) [--jobs N]\n"
 	"                        [--split-rows N] [--split-by auto|key|ctid] [--frame-size SIZE]\n"
-	"                        [--timeout DURATION] [--progress-file FILE] [--connection-file FILE]\n"
+	"                        [--max-message-bytes SIZE] [--timeout DURATION]\n"
+	"                        [--progress-file FILE] [--connection-file FILE]\n"
 	"                        [-z|--zstd[=LEVEL]] [--json] [-q] [--log-level LEVEL]\n";
 
 static const char options_help[] =
@@ -52,6 +53,8 @@ static const char options_help[] =
 	"      --split-by=HOW          auto (default: ctid on 14+, key before), key (key ranges,\n"
 	"                              ctid only for keyless tables) or ctid (block ranges, 14+)\n"
 	"      --frame-size=SIZE       largest frame (default 8MB); memory is about (jobs + 1) x SIZE\n"
+	"      --max-message-bytes=SIZE  longest row (default 32MB): a frame grows for one row\n"
+	"                              larger than --frame-size, one such frame at a time\n"
 	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
 	"      --progress-file=FILE    rewrite FILE with JSON progress every second\n"
 	"      --connection-file=FILE  keep the source connection's state in FILE, as\n"
@@ -65,7 +68,7 @@ static const char options_help[] =
 	"\n"
 	"Exit status: 0 copied, 1 runtime error, timeout or signal (the copy is incomplete),\n"
 	"2 usage, 3 publication or table missing on the source, or role not allowed,\n"
-	"5 --split-by ctid on a server older than 14.\n";
+	"5 --split-by ctid on a server older than 14, or a row longer than --max-message-bytes.\n";
 
 struct opts {
 	const char *conninfo;
@@ -81,6 +84,7 @@ struct opts {
 	uint64_t split_rows;
 	enum snap_split split_by;
 	uint64_t frame_size;
+	uint64_t max_message;
 	uint64_t timeout_ms;
 	const char *timeout_arg;
 	const char *progress_file;
@@ -95,7 +99,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
-		   OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_JSON, OPT_LOG_LEVEL };
+		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_JSON, OPT_LOG_LEVEL };
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
 		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
@@ -108,6 +112,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"split-rows", required_argument, NULL, OPT_SPLIT},
 		{"split-by", required_argument, NULL, OPT_SPLIT_BY},
 		{"frame-size", required_argument, NULL, OPT_FRAME},
+		{"max-message-bytes", required_argument, NULL, OPT_MSG_BYTES},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"progress-file", required_argument, NULL, OPT_PROGRESS},
 		{"connection-file", required_argument, NULL, OPT_CONNFILE},
@@ -125,6 +130,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->jobs = 4;
 	o->split_rows = 1000000;
 	o->frame_size = 8 * 1024 * 1024;
+	o->max_message = 32 * 1024 * 1024;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:P:t:j:z::qhV", longopts, NULL)) != -1)
 	{
@@ -178,6 +184,12 @@ parse_args(int argc, char **argv, struct opts *o)
 				if (!parse_size(optarg, &o->frame_size) || o->frame_size < 4096 ||
 					o->frame_size > 1024ULL * 1024 * 1024)
 					usage_error("invalid --frame-size \"%s\": expected a size from 4kB to 1GB", optarg);
+				break;
+			case OPT_MSG_BYTES:
+				/* As pg-apply's: the rows must pass its line limit too. */
+				if (!parse_size(optarg, &o->max_message) || o->max_message < 1024 ||
+					o->max_message > (uint64_t) 1 << 31)
+					usage_error("invalid --max-message-bytes \"%s\": expected a size from 1kB to 2GB", optarg);
 				break;
 			case OPT_TIMEOUT:
 				if (!parse_duration_ms(optarg, &o->timeout_ms))
@@ -597,6 +609,7 @@ main(int argc, char **argv)
 	ro.position = o.position;
 	ro.jobs = (int) o.jobs;
 	ro.frame_size = (size_t) o.frame_size;
+	ro.max_row = (size_t) o.max_message;
 
 	memset(&prog, 0, sizeof(prog));
 	prog.o = &o;

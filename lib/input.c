@@ -309,6 +309,12 @@ input_next(struct input *in, const char **line, size_t *len, int timeout_ms)
 	}
 }
 
+size_t
+input_max_line(const struct input *in)
+{
+	return in->max_line;
+}
+
 uint64_t
 input_lineno(const struct input *in)
 {

@@ -30,6 +30,8 @@ struct input *input_open(int fd, const char *name, size_t max_line);
  */
 enum input_status input_next(struct input *in, const char **line, size_t *len,
 							 int timeout_ms);
+/* The longest line accepted (max_line of input_open()). */
+size_t input_max_line(const struct input *in);
 /* Line number of the last line returned (1-based). */
 uint64_t input_lineno(const struct input *in);
 const char *input_name(const struct input *in);

@@ -324,7 +324,12 @@ read_section(struct reader *R, lsn_t start, lsn_t *position)
 			return EXIT_RUNTIME;
 		}
 		if (st == IN_TOOLONG)
-			return malformed(R, "line longer than the limit");
+		{
+			/* The line being read is the one after the last returned. */
+			loader_fail(R->L, EXIT_UNSUPPORTED, "%s: line %llu is longer than --max-message-bytes (%zu bytes)",
+						R->L->input, (unsigned long long) input_lineno(R->in) + 1, input_max_line(R->in));
+			return EXIT_UNSUPPORTED;
+		}
 		if (st != IN_LINE)
 		{
 			loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: cannot read the stream", R->L->input,

@@ -32,6 +32,7 @@
 struct slot {
 	struct slot *next;
 	char *data;					/* frame_size bytes, allocated on first use */
+	bool big;					/* grown for one row larger than a frame */
 	size_t len;
 	int table;
 	uint64_t rows;
@@ -59,6 +60,7 @@ struct snaprun {
 	int nslots;
 	struct slot *free_list;
 	struct slot *q_head, *q_tail;
+	bool big_busy;				/* a slot is grown (at most one at a time) */
 	int next_part;
 	struct snap_tstat *st;
 	int tables_done;
@@ -151,9 +153,40 @@ get_slot(struct snaprun *r)
 static void
 put_free_locked(struct snaprun *r, struct slot *s)
 {
+	if (s->big)
+	{
+		/* Back to a frame's size: the memory of one large row is lent. */
+		free(s->data);
+		s->data = NULL;
+		s->big = false;
+		r->big_busy = false;
+	}
 	s->next = r->free_list;
 	r->free_list = s;
-	pthread_cond_signal(&r->cv_free);
+	pthread_cond_broadcast(&r->cv_free);
+}
+
+/*
+ * Grow the empty frame s for one row of need bytes that does not fit in a
+ * frame. One grown frame at a time, so memory stays within (workers + 1)
+ * frames plus one --max-message-bytes row. False when the run must stop.
+ */
+static bool
+grow_slot(struct snaprun *r, struct slot *s, size_t need)
+{
+	pthread_mutex_lock(&r->mu);
+	while (r->big_busy && !r->abort)
+		pthread_cond_wait(&r->cv_free, &r->mu);
+	if (r->abort)
+	{
+		pthread_mutex_unlock(&r->mu);
+		return false;
+	}
+	r->big_busy = true;
+	pthread_mutex_unlock(&r->mu);
+	s->data = xrealloc(s->data, s->len + need + ENDCOPY_ROOM);
+	s->big = true;
+	return true;
 }
 
 /* Hand a slot to the writer; false (and the slot back in the pool) on abort. */
@@ -257,10 +290,19 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part)
 		}
 		if (s->len + need > limit)
 		{
-			PQfreemem(row);
-			snaprun_fail(r, EXIT_RUNTIME, "%s: a row of %d bytes does not fit in a frame of %zu bytes (raise --frame-size)",
-						 what, len, r->o.frame_size);
-			return false;
+			/* The ROW line without its LF is what pg-apply measures. */
+			if (need - 1 > r->o.max_row)
+			{
+				PQfreemem(row);
+				snaprun_fail(r, EXIT_UNSUPPORTED, "%s: a row of %d bytes is longer than --max-message-bytes (%zu bytes)",
+							 what, len, r->o.max_row);
+				return false;
+			}
+			if (!grow_slot(r, s, need))
+			{
+				PQfreemem(row);
+				return false;
+			}
 		}
 		memcpy(s->data + s->len, t->ncols > 0 ? "ROW\t" : "ROW", t->ncols > 0 ? 4 : 3);
 		s->len += t->ncols > 0 ? 4 : 3;

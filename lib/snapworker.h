@@ -3,7 +3,8 @@
  * with its own source connection inside the imported snapshot, take parts
  * of the plan (largest first) and fill frame buffers; one writer thread puts
  * whole frames on the output and writes TABLEDONE once every part of a table
- * is out, then SNAPSHOTDONE. Memory is (workers + 1) x frame size. It never
+ * is out, then SNAPSHOTDONE. Memory is (workers + 1) x frame size, plus one
+ * frame grown for a row larger than a frame (up to max_row). It never
  * retries inside a snapshot and never reports done what was not written.
  */
 #ifndef PGSYNC_SNAPWORKER_H
@@ -23,6 +24,7 @@ struct snaprun_opts {
 	lsn_t position;				/* for SNAPSHOTDONE */
 	int jobs;					/* worker threads, >= 1 */
 	size_t frame_size;			/* upper bound of one frame, bytes */
+	size_t max_row;				/* longest ROW line: a frame grows for one row up to it */
 };
 
 /* What has been written for one table (rows and bytes of COPY text). */

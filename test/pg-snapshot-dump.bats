@@ -342,10 +342,15 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	sanitized pg-snapshot-dump || [ "$kb" -lt 20000 ]
 }
 
-@test "a row larger than --frame-size fails naming the table and the limit, and that table is not reported done" {
+@test "a row larger than --frame-size gets a frame of its own; one longer than --max-message-bytes fails naming the table and the limit (exit 5)" {
 	dump --own-snapshot --table public.t_toast --table public.t_one --frame-size 64kB
-	[ "$rc" -eq 1 ]
-	grep -q '^pg-snapshot-dump: error: cannot copy public.t_toast: a row of 1280003 bytes does not fit in a frame of 65536 bytes (raise --frame-size)$' "$err"
+	[ "$rc" -eq 0 ]
+	diff <(copy_out "SELECT id, doc FROM t_toast") <(frame_rows "$out" public t_toast)
+	# One row to each frame of t_toast: none fits a frame with another.
+	[ "$(records "$out" COPY | grep -c $'\tt_toast\t')" = "$(copy_out "SELECT count(*) FROM t_toast")" ]
+	dump --own-snapshot --table public.t_toast --table public.t_one --frame-size 64kB --max-message-bytes 1MB
+	[ "$rc" -eq 5 ]
+	grep -q '^pg-snapshot-dump: error: cannot copy public.t_toast: a row of 1280003 bytes is longer than --max-message-bytes (1048576 bytes)$' "$err"
 	[ -z "$(awk -F'\t' '$1 == "TABLEDONE" && $3 == "t_toast"' "$out")" ]
 	[ -z "$(records "$out" SNAPSHOTDONE)" ]
 }

@@ -273,7 +273,8 @@ copy_tables() {
 	local copies=${CFG[resources.max_parallel_copies]}
 	spawn pg-snapshot-dump - "$WORK/copy.fifo" pg-snapshot-dump -d "$SRC" --snapshot "$SNAP_NAME" \
 		--position "$CONSISTENT_LSN" --slot "$SLOT" "${tableargs[@]}" --jobs "$copies" \
-		--frame-size "${CFG[resources.buffer_size_kb]}kB" --progress-file "$STATE_DIR/snapshot.progress" \
+		--frame-size "${CFG[resources.buffer_size_kb]}kB" --max-message-bytes "${CFG[resources.max_message_bytes]}" \
+		--progress-file "$STATE_DIR/snapshot.progress" \
 		--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME"
 	local dump_pid=$SPAWN_PID
 	spawn pg-apply "$WORK/copy.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
