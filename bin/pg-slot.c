@@ -28,7 +28,7 @@
 
 static const char synopsis[] =
 	"usage: pg-slot create --slot NAME [-d CONNINFO] [--if-not-exists]\n"
-	"                      [--export-snapshot [--hold-timeout DURATION]] [--json]\n"
+	"                      [--export-snapshot [--hold-timeout DURATION] [--temporary]] [--json]\n"
 	"       pg-slot drop --slot NAME [-d CONNINFO] [--if-exists] [--wait DURATION] [--json]\n"
 	"       pg-slot show --slot NAME [-d CONNINFO] [--json]\n";
 
@@ -43,6 +43,8 @@ static const char options_help[] =
 	"      --export-snapshot     create: export the slot's snapshot and hold it until stdin\n"
 	"                            reaches EOF or SIGTERM/SIGINT arrives\n"
 	"      --hold-timeout=DURATION  create: give the snapshot up after DURATION (exit 1)\n"
+	"      --temporary           create: a temporary slot, gone when the hold ends (a\n"
+	"                            consistent point and snapshot, no WAL kept after)\n"
 	"      --if-exists           drop: a missing slot is not an error\n"
 	"      --wait=DURATION       drop: wait up to DURATION for an active slot to be released\n"
 	"      --json                JSON on stdout (create, show) and JSON log lines on stderr\n"
@@ -64,6 +66,7 @@ struct opts {
 	bool if_not_exists;
 	bool if_exists;
 	bool export_snapshot;
+	bool temporary;
 	bool json;
 	uint64_t hold_timeout_ms;	/* 0: hold until EOF or a signal */
 	uint64_t wait_ms;
@@ -75,13 +78,14 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT,
-		   OPT_JSON, OPT_LOG_LEVEL };
+		   OPT_JSON, OPT_LOG_LEVEL, OPT_TEMPORARY };
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
 		{"slot", required_argument, NULL, 's'},
 		{"if-not-exists", no_argument, NULL, OPT_IF_NOT_EXISTS},
 		{"if-exists", no_argument, NULL, OPT_IF_EXISTS},
 		{"export-snapshot", no_argument, NULL, OPT_EXPORT},
+		{"temporary", no_argument, NULL, OPT_TEMPORARY},
 		{"hold-timeout", required_argument, NULL, OPT_HOLD},
 		{"wait", required_argument, NULL, OPT_WAIT},
 		{"json", no_argument, NULL, OPT_JSON},
@@ -105,6 +109,7 @@ parse_args(int argc, char **argv, struct opts *o)
 			case OPT_IF_NOT_EXISTS: o->if_not_exists = true; break;
 			case OPT_IF_EXISTS: o->if_exists = true; break;
 			case OPT_EXPORT: o->export_snapshot = true; break;
+			case OPT_TEMPORARY: o->temporary = true; break;
 			case OPT_HOLD:
 				if (!parse_duration_ms(optarg, &o->hold_timeout_ms) || o->hold_timeout_ms == 0)
 					usage_error("invalid --hold-timeout \"%s\": expected a positive duration (30s, 10min, 6h)", optarg);
@@ -151,6 +156,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--if-not-exists, --export-snapshot and --hold-timeout apply to create only");
 	if (have_hold && !o->export_snapshot)
 		usage_error("--hold-timeout needs --export-snapshot");
+	/* Without the hold a temporary slot would be gone before anyone used it. */
+	if (o->temporary && (!o->export_snapshot || o->if_not_exists))
+		usage_error("--temporary needs --export-snapshot and cannot take --if-not-exists");
 	if (o->cmd != CMD_DROP && (o->if_exists || have_wait))
 		usage_error("--if-exists and --wait apply to drop only");
 	if (o->json)
@@ -389,11 +397,11 @@ cmd_create(const struct opts *o)
 	 * still accept but document as the old syntax.
 	 */
 	if (PQserverVersion(repl) >= 150000)
-		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT '%s')",
-				 o->slot, o->export_snapshot ? "export" : "nothing");
+		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput (SNAPSHOT '%s')",
+				 o->slot, o->temporary ? " TEMPORARY" : "", o->export_snapshot ? "export" : "nothing");
 	else
-		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput %s",
-				 o->slot, o->export_snapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
+		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput %s",
+				 o->slot, o->temporary ? " TEMPORARY" : "", o->export_snapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
 	res = create_slot_query(repl, sql, o->slot);
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
 	{

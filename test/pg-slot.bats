@@ -243,6 +243,18 @@ start_consumer() {
 	exec {HOLD_FD}>&-
 }
 
+@test "create --temporary makes a temporary slot that is gone when the hold ends; it needs --export-snapshot" {
+	start_holder hold_temp --temporary
+	[ "$(slot_col hold_temp temporary)" = t ]
+	import "$SNAPSHOT" "SELECT 1" >/dev/null
+	exec {HOLD_FD}>&-
+	wait "$HOLDER"
+	[ "$(psql_at src -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'hold_temp'")" = 0 ]
+	run pg-slot create -d "$src_URL" --slot hold_temp2 --temporary
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-slot: error: --temporary needs --export-snapshot and cannot take --if-not-exists" ]
+}
+
 @test "a snapshot holder whose server connection is terminated exits 1 saying so" {
 	start_holder hold_kill
 	psql_at src -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'walsender' AND application_name = 'pg-slot'" >/dev/null
