@@ -73,7 +73,13 @@ const char catalog_ddl[] =
 	"  job text NOT NULL,\n"
 	"  created_at timestamptz NOT NULL DEFAULT now(),\n"
 	"  PRIMARY KEY (schema_name, table_name)\n"
-	");\n";
+	");\n"
+	/* The last pgsync verify of the job: when, at which consistent point,
+	 * and its outcome (identical, different, error). Added last: the
+	 * fast paths look for verify_outcome. */
+	"ALTER TABLE pgsync.job ADD COLUMN IF NOT EXISTS verified_at timestamptz,\n"
+	"  ADD COLUMN IF NOT EXISTS verified_lsn pg_lsn,\n"
+	"  ADD COLUMN IF NOT EXISTS verify_outcome text;\n";
 
 bool
 catalog_ensure(PGconn *conn, struct pgerr *err)
@@ -82,10 +88,11 @@ catalog_ensure(PGconn *conn, struct pgerr *err)
 	bool ok;
 
 	/* Fast path: already there (the common case, and needs no CREATE right).
-	 * The table created last is the one looked for, so that a catalog from
+	 * What the DDL creates last is looked for, so that a catalog from
 	 * before it was added gets it. */
-	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'pending_definitions'");
+	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+				 "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' "
+				 "AND c.relname = 'job' AND a.attname = 'verify_outcome' AND NOT a.attisdropped");
 	if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 	{
 		PQclear(res);

@@ -5,6 +5,8 @@
 
 # shellcheck source=lib/pgsync/supervise.sh
 source "$PGSYNC_LIBDIR/supervise.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/supervise.sh"
+# shellcheck source=lib/pgsync/verify.sh
+[[ $COMMAND != run ]] || source "$PGSYNC_LIBDIR/verify.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/verify.sh"
 
 readonly RESYNC_ACTION="pgsync cleanup --yes && pgsync bootstrap --restart-snapshot"
 
@@ -101,6 +103,7 @@ write_checkpoint() {
 		die $EX_RUNTIME "cannot write $STATE_DIR/applied.lsn"
 }
 
+# start_stream [pg-walcat options]: verify adds --endpos.
 start_stream() {
 	rm -f "$WORK/stream.fifo"
 	mkfifo "$WORK/stream.fifo"
@@ -108,7 +111,7 @@ start_stream() {
 	mkdir -p "$STATE_DIR/spool"
 	spawn pg-walcat - "$WORK/stream.fifo" pg-walcat -d "$SRC" --slot "$SLOT" --publication "$PUB" \
 		--ack-file "$STATE_DIR/applied.lsn" --max-message-bytes "${CFG[resources.max_message_bytes]}" \
-		--spool-dir "$STATE_DIR/spool" --connection-file "$STATE_DIR/connection" --log "$LOG_LEVEL_NAME"
+		--spool-dir "$STATE_DIR/spool" --connection-file "$STATE_DIR/connection" --log "$LOG_LEVEL_NAME" "$@"
 	WALCAT_PID=$SPAWN_PID
 	spawn pg-apply "$WORK/stream.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
 		--jobs "${CFG[resources.max_parallel_copies]}" --max-batch-bytes "${CFG[resources.max_batch_bytes]}" \
@@ -163,6 +166,7 @@ monitor_tick() {
 	slot_continuity
 	wal_retention || pause
 	sequences_follow
+	verify_serve
 }
 
 # --- outages and retries ------------------------------------------------------

@@ -52,6 +52,9 @@ WITH j AS (
   SELECT j.state AS jstate, j.slot AS jslot, j.slot_owned, j.applied_lsn AS japplied, j.consistent_lsn,
          j.applied_commit_time, j.snapshot_done_at, j.last_error AS jerror, j.source_sysid,
          j.source_timeline, j.created_at, j.updated_at,
+         -- a catalog from before verify lacks these: read through jsonb
+         to_jsonb(j) ->> 'verified_at' AS verified_at, to_jsonb(j) ->> 'verified_lsn' AS verified_lsn,
+         to_jsonb(j) ->> 'verify_outcome' AS verify_outcome,
          rr.pid, rr.host, rr.version, rr.state AS rstate, rr.connection_state, rr.source_version,
          rr.received_lsn, rr.applied_lsn AS rapplied, rr.lag_bytes, rr.transactions, rr.changes,
          rr.transactions_per_sec, rr.rows_per_sec, rr.reconnects, rr.rss_bytes, rr.last_apply_at,
@@ -119,6 +122,8 @@ WITH j AS (
       'reachable', d.src_reachable, 'connection', nullif(:'src_display', ''), 'error', d.src_error,
       'system_identifier', d.src_sysid, 'job_system_identifier', d.source_sysid,
       'timeline', d.source_timeline),
+    'verification', CASE WHEN d.verified_at IS NOT NULL THEN jsonb_build_object(
+      'verified_at', d.verified_at::timestamptz, 'verified_lsn', d.verified_lsn, 'outcome', d.verify_outcome) END,
     'heartbeat', CASE WHEN d.heartbeat_at IS NULL AND d.pid IS NULL THEN NULL ELSE jsonb_build_object(
       'pid', d.pid, 'host', d.host, 'version', d.version, 'state', d.rstate,
       'connection_state', d.connection_state, 'source_version', d.source_version,
@@ -160,7 +165,11 @@ SELECT CASE :'format'
                     CASE WHEN (v #>> '{slot,active}')::boolean THEN 'active' ELSE 'inactive' END,
                     coalesce(v #>> '{slot,wal_status}', '-'), coalesce(v #>> '{slot,retained_bytes}', '?'),
                     coalesce(v #>> '{slot,lag_bytes}', '?'),
-                    CASE WHEN (v #>> '{wal_retention,alarm}')::boolean THEN ' -- ABOVE the alarm of ' || (v #>> '{wal_retention,alarm_bytes}') ELSE '' END) END)
+                    CASE WHEN (v #>> '{wal_retention,alarm}')::boolean THEN ' -- ABOVE the alarm of ' || (v #>> '{wal_retention,alarm_bytes}') ELSE '' END) END,
+    'verified:        ' || CASE WHEN jsonb_typeof(v -> 'verification') = 'object'
+        THEN format('%s at %s (consistent point %s)', v #>> '{verification,outcome}',
+                    v #>> '{verification,verified_at}', v #>> '{verification,verified_lsn}')
+        ELSE 'never (pgsync verify)' END)
   ELSE (
     WITH m(name, help, type, value) AS (VALUES
       ('pgsync_state', 'Job state: 1 for the current state, 0 for the others.', 'gauge', NULL),

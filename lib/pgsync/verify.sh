@@ -1,0 +1,439 @@
+# pgsync verify: the source and the target compared exactly, at one
+# consistent point, while both keep running. Sourced by bin/pgsync (verify)
+# and by run.sh, which serves verify's request to pause its stream.
+#
+# The point: a temporary slot created with an exported snapshot gives the
+# source's state at its consistent point L. The job's stream is then taken
+# exactly to L (pg-walcat --endpos L: every transaction committing below L,
+# nothing after), the target's snapshot is exported there, and streaming
+# resumes. A running pgsync run does that itself when asked (a request file
+# in the state directory); a stopped job's stream is run by verify. Both
+# snapshots are then fixed states that must hold the same rows.
+#
+# The comparison: each table's rows are cut into ranges of the md5 of their
+# key (4096 by the first three hex digits, each differing range into 4096
+# more, ...); both servers hash each range themselves (count and the sum of
+# the rows' hashes) and send only that; ranges that differ are cut again
+# until few rows are left, whose key hashes and row hashes are compared.
+# A table without a key is compared the same way with the whole row as its
+# key, so duplicates count. Row values never leave the servers; keys are
+# shown only with --show-keys.
+
+[[ ${COMMAND:-} == run ]] || source "$PGSYNC_LIBDIR/run.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/run.sh"
+
+# The text form of every value is the same on both sides: the sessions get
+# pgsync's one set of session settings (lib/session.c) through the service
+# file; money's, which they leave to the server, is fixed here.
+readonly VERIFY_SETTINGS="SET LOCAL lc_monetary = 'C';"
+readonly VERIFY_ROWS_MAX=4096	# rows per side fetched as hashes once ranges are this small
+
+# --- the pause, served by pgsync run ---------------------------------------------
+# Files in the state directory: verify.request (verify's pid), then run
+# writes verify.paused; verify writes verify.endpos (L); run writes
+# verify.reached ("ok LSN" or "failed REASON"); verify writes verify.resume.
+
+verify_files_clear() {
+	rm -f "$STATE_DIR"/verify.{request,paused,endpos,reached,resume}
+}
+
+# verify_wait_file FILE SECONDS PID: wait for FILE while PID lives. Fails
+# when PID is gone, the time is up, or we are asked to stop.
+verify_wait_file() {
+	local file=$1 deadline=$(($(now_ms) + $2 * 1000)) pid=$3
+	until [[ -s $file ]]; do
+		[[ -z $STOP_SIGNAL ]] && kill -0 "$pid" 2>/dev/null && (($(now_ms) < deadline)) || return 1
+		sleep 0.05
+	done
+}
+
+# run, at every heartbeat interval: when verify asks, stop the stream, take
+# it to verify's L, hold still until verify has its target snapshot, then
+# stream on. Whatever happens to verify, streaming resumes.
+verify_serve() {
+	local req=$STATE_DIR/verify.request vpid lsn started
+	[[ -s $req ]] || return 0
+	vpid=$(<"$req")
+	if ! [[ $vpid =~ ^[0-9]+$ ]] || ! kill -0 "$vpid" 2>/dev/null; then
+		verify_files_clear
+		return 0
+	fi
+	started=$(now_ms)
+	log_info "verify (pid $vpid) asks for a consistent point: stopping the stream"
+	stop_stream
+	job_load
+	printf '%s\n' "$(applied_position)" >"$STATE_DIR/verify.paused"
+	if verify_wait_file "$STATE_DIR/verify.endpos" 120 "$vpid"; then
+		lsn=$(<"$STATE_DIR/verify.endpos")
+		write_checkpoint
+		start_stream --endpos "$lsn"
+		if supervise $(($(now_ms) + 600000)) "pg-walcat:$WALCAT_PID" "pg-apply:$APPLY_PID"; then
+			job_load
+			printf 'ok %s\n' "$(applied_position)" >"$STATE_DIR/verify.reached.tmp"
+		else
+			printf 'failed %s exited with status %s\n' "$SUP_NAME" "$SUP_RC" >"$STATE_DIR/verify.reached.tmp"
+		fi
+		WALCAT_PID="" APPLY_PID=""
+		mv -f "$STATE_DIR/verify.reached.tmp" "$STATE_DIR/verify.reached"
+		verify_wait_file "$STATE_DIR/verify.resume" 120 "$vpid" ||
+			log_warn "verify (pid $vpid) did not take its snapshot: resuming"
+	else
+		log_warn "verify (pid $vpid) did not send its consistent point: resuming"
+	fi
+	verify_files_clear
+	log_info "stream paused $(($(now_ms) - started)) ms for verify${lsn:+ at $lsn}"
+	[[ -z $STOP_SIGNAL ]] || return 0
+	job_load
+	write_checkpoint
+	start_stream
+}
+
+# --- the consistent point, verify's side -------------------------------------------
+
+VERIFY_SLOT_PID="" VERIFY_SLOT_HOLD="" VERIFY_TGT_HOLD_PID=""
+
+# Ask a running pgsync run to pause; with the job stopped (we got its lock),
+# run the stream to L ourselves. Sets VERIFY_LSN, VERIFY_SRC_SNAP,
+# VERIFY_TGT_SNAP and VERIFY_PAUSE_MS.
+verify_point() {
+	local running=1 t0 line
+	state_dir_ready
+	exec {LOCK_FD}>>"$STATE_DIR/lock"
+	flock -n "$LOCK_FD" && running=0
+	if ((running)); then
+		local pid_file=$STATE_DIR/verify.request
+		[[ ! -s $pid_file ]] || ! kill -0 "$(<"$pid_file")" 2>/dev/null ||
+			die $EX_PREFLIGHT "another pgsync verify (pid $(<"$pid_file")) is running for job $JOB"
+		verify_files_clear
+		printf '%s\n' "$$" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
+		log_info "job $JOB is running: asking pgsync run for a consistent point (answered within one heartbeat interval)"
+		local runpid
+		runpid=$(fuser "$STATE_DIR/lock" 2>/dev/null | awk '{print $1}') || runpid=""
+		# The job lock's holder answers; without fuser, wait on time alone.
+		verify_wait_file "$STATE_DIR/verify.paused" $((3 * HEARTBEAT_MS / 1000 + 30)) "${runpid:-$$}" || {
+			verify_files_clear
+			die $EX_RUNTIME "pgsync run for job $JOB did not pause its stream within $((3 * HEARTBEAT_MS / 1000 + 30)) s (is the job lock held by a bootstrap or cleanup?)"
+		}
+	fi
+	t0=$(now_ms)
+	verify_source_snapshot
+	if ((running)); then
+		printf '%s\n' "$VERIFY_LSN" >"$STATE_DIR/verify.endpos"
+		verify_wait_file "$STATE_DIR/verify.reached" 660 "${runpid:-$$}" || {
+			verify_files_clear
+			die $EX_RUNTIME "pgsync run for job $JOB did not reach $VERIFY_LSN"
+		}
+		line=$(<"$STATE_DIR/verify.reached")
+		[[ $line == "ok "* ]] || {
+			verify_files_clear
+			die $EX_RUNTIME "pgsync run for job $JOB could not stream to $VERIFY_LSN: ${line#failed }"
+		}
+	else
+		log_info "job $JOB is stopped: streaming it to $VERIFY_LSN"
+		job_load
+		check_continuity || die $EX_RUNTIME "cannot reach the source ($SRC_DISPLAY): $(sql_error)"
+		write_checkpoint
+		start_stream --endpos "$VERIFY_LSN"
+		supervise $(($(now_ms) + 600000)) "pg-walcat:$WALCAT_PID" "pg-apply:$APPLY_PID" || {
+			local why
+			why=$(child_lasterr "$SUP_NAME") || why=""
+			die $EX_RUNTIME "cannot stream job $JOB to $VERIFY_LSN: $SUP_NAME ${SUP_RESULT/failed/exited with status $SUP_RC}${why:+: $why}"
+		}
+	fi
+	job_load
+	local applied
+	applied=$(applied_position)
+	# Below L is fine (nothing left to apply below it); past it, the target
+	# holds changes the source's snapshot does not.
+	if [[ -n $applied ]] && ! lsn_ge "$VERIFY_LSN" "$applied"; then
+		verify_files_clear
+		die $EX_RUNTIME "the target applied up to $applied, past the consistent point $VERIFY_LSN"
+	fi
+	verify_target_snapshot
+	((running)) && printf 'resume\n' >"$STATE_DIR/verify.resume"
+	VERIFY_PAUSE_MS=$(($(now_ms) - t0))
+	((running)) || VERIFY_PAUSE_MS=0
+	log_info "consistent point $VERIFY_LSN: source snapshot $VERIFY_SRC_SNAP, target snapshot $VERIFY_TGT_SNAP"
+}
+
+# A temporary slot's consistent point and exported snapshot, held by
+# pg-slot until we close its stdin (the server drops the slot then).
+verify_source_snapshot() {
+	local line="" name rc
+	rm -f "$WORK/vslot.in" "$WORK/vslot.out"
+	mkfifo "$WORK/vslot.in" "$WORK/vslot.out"
+	spawn pg-slot "$WORK/vslot.in" "$WORK/vslot.out" pg-slot create -d "$SRC" --slot "pgsync_verify_$$" \
+		--export-snapshot --temporary --log-level warn
+	VERIFY_SLOT_PID=$SPAWN_PID
+	exec {VERIFY_SLOT_HOLD}>"$WORK/vslot.in"
+	local out_fd
+	exec {out_fd}<"$WORK/vslot.out"
+	CLOSE_FDS+=("$VERIFY_SLOT_HOLD" "$out_fd")
+	IFS= read -r -t 600 -u "$out_fd" line
+	rc=$?
+	exec {out_fd}<&-
+	if ((rc != 0)) || [[ -z $line ]]; then
+		verify_files_clear
+		die $EX_RUNTIME "cannot create a temporary replication slot on the source: $(child_lasterr pg-slot || echo "pg-slot ended")"
+	fi
+	IFS=$'\t' read -r name VERIFY_LSN VERIFY_SRC_SNAP <<<"$line"
+}
+
+# The target's snapshot, exported by a psql that holds its transaction open
+# until its stdin closes.
+verify_target_snapshot() {
+	rm -f "$WORK/vtgt.in" "$WORK/vtgt.out"
+	mkfifo "$WORK/vtgt.in" "$WORK/vtgt.out"
+	spawn vhold "$WORK/vtgt.in" "$WORK/vtgt.out" "$PSQL" -X -q -A -t -v ON_ERROR_STOP=1 -d "$TGT"
+	VERIFY_TGT_HOLD_PID=$SPAWN_PID
+	local in_fd out_fd
+	exec {in_fd}>"$WORK/vtgt.in" {out_fd}<"$WORK/vtgt.out"
+	CLOSE_FDS+=("$in_fd")
+	VERIFY_TGT_IN=$in_fd
+	printf 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSELECT pg_export_snapshot();\n' >&"$in_fd"
+	IFS= read -r -t 60 -u "$out_fd" VERIFY_TGT_SNAP || {
+		verify_files_clear
+		die $EX_RUNTIME "cannot export a snapshot on the target: $(child_lasterr vhold || echo "psql ended")"
+	}
+	exec {out_fd}<&-
+}
+
+verify_release() {
+	[[ -z $VERIFY_SLOT_HOLD ]] || exec {VERIFY_SLOT_HOLD}>&-
+	[[ -z ${VERIFY_TGT_IN:-} ]] || exec {VERIFY_TGT_IN}>&-
+	VERIFY_SLOT_HOLD="" VERIFY_TGT_IN=""
+	local pid
+	for pid in $VERIFY_SLOT_PID $VERIFY_TGT_HOLD_PID; do
+		supervise $(($(now_ms) + 30000)) "hold:$pid"
+	done
+	VERIFY_SLOT_PID="" VERIFY_TGT_HOLD_PID=""
+}
+
+# --- the comparison -----------------------------------------------------------
+
+# vsql src|tgt ERRFILE: psql at the side's exported snapshot with the
+# verify settings; the SQL on stdin.
+vsql() {
+	local which=$1 err=$2 conn snap
+	if [[ $which == src ]]; then conn=$SRC snap=$VERIFY_SRC_SNAP; else conn=$TGT snap=$VERIFY_TGT_SNAP; fi
+	{
+		printf "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSET TRANSACTION SNAPSHOT '%s';\n%s\n" "$snap" "$VERIFY_SETTINGS"
+		cat
+		printf '\nCOMMIT;\n'
+	} | PGAPPNAME=pgsync-verify "$PSQL" -X -q -A -t -F $'\x1f' -v ON_ERROR_STOP=1 -d "$conn" 2>"$err"
+}
+
+# The table's published columns and its key, from the source at the
+# snapshot: "cols<US>key<US>keyed" with the names quoted. A key is the
+# primary key, else the replica identity index; none: the whole row.
+read -r -d '' VERIFY_SHAPE_SQL <<'SQL'
+WITH t AS (
+  SELECT c.oid, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = :'nsp' AND c.relname = :'rel'
+), pubcols AS (
+  SELECT a.value AS attname FROM pg_catalog.pg_publication_tables pt
+   CROSS JOIN LATERAL jsonb_array_elements_text(to_jsonb(pt) -> 'attnames') AS a
+   WHERE pt.pubname = ANY (string_to_array(:'pub', ',')) AND pt.schemaname = :'nsp' AND pt.tablename = :'rel'
+), cols AS (
+  SELECT a.attname, a.attnum FROM t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid
+   WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+     AND (NOT EXISTS (SELECT 1 FROM pubcols) OR a.attname IN (SELECT attname FROM pubcols))
+), idx AS (
+  SELECT i.indkey FROM t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid
+   WHERE i.indisprimary OR i.indisreplident ORDER BY i.indisprimary DESC LIMIT 1
+), keycols AS (
+  SELECT a.attname, k.ord FROM idx CROSS JOIN LATERAL unnest(idx.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+    JOIN t ON true JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+)
+SELECT (SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM cols),
+       coalesce((SELECT string_agg(quote_ident(attname), ', ' ORDER BY ord) FROM keycols), ''),
+       EXISTS (SELECT 1 FROM t)
+SQL
+
+# verify_table TABLE OUTFILE: compare one table; writes one line
+# "table<TAB>rows_source<TAB>rows_target<TAB>missing<TAB>only<TAB>differing"
+# to OUTFILE and the differing keys to OUTFILE.keys ("kind<TAB>key as JSON").
+# Runs in a worker process of its own.
+verify_table() {
+	local table=$1 out=$2 nsp=${1%%.*} rel=${1#*.} shape cols key exists
+	local err=$out.err
+	shape=$(vsql src "$err" < <(printf '%s\n' "\\set nsp '$nsp'" "\\set rel '$rel'" "\\set pub '$PUB'" "$VERIFY_SHAPE_SQL")) ||
+		{ printf 'error\t%s\n' "$(psql_error "$err")" >"$out"; return; }
+	IFS=$'\x1f' read -r cols key exists <<<"$shape"
+	[[ $exists == t && -n $cols ]] || { printf 'error\ttable %s does not exist on the source\n' "$table" >"$out"; return; }
+	local q rowexpr keyexpr keyshow
+	q=$(printf '"%s"."%s"' "$nsp" "$rel")
+	rowexpr="ROW($cols)::text"
+	if [[ -n $key ]]; then
+		keyexpr="ROW($key)::text"
+		# One column: its own text, not a one-field row.
+		[[ $key == *,* ]] || keyexpr="($key)::text"
+		keyshow="to_json($keyexpr)::text"
+	else
+		keyexpr=$rowexpr keyshow="''"
+	fi
+	local base="SELECT md5(convert_to($keyexpr, 'UTF8')) AS kh, md5(convert_to($rowexpr, 'UTF8')) AS rh, $keyshow AS ks FROM $q x"
+	local len=3 prefixes="" level_sql srcf=$out.s tgtf=$out.t
+	local rows_src=0 rows_tgt=0 missing=0 only=0 differing=0 first=1
+	: >"$out.keys"
+	while :; do
+		local where=""
+		[[ -z $prefixes ]] || where="WHERE left(kh, $((len - 3))) = ANY ('{$prefixes}')"
+		level_sql="SELECT left(kh, $len), count(*), sum(('x' || left(rh, 15))::bit(60)::bigint) FROM ($base) r $where GROUP BY 1;"
+		vsql src "$err.s" <<<"$level_sql" >"$srcf" &
+		local spid=$!
+		vsql tgt "$err.t" <<<"$level_sql" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
+		wait $spid || { printf 'error\tsource: %s\n' "$(psql_error "$err.s")" >"$out"; return; }
+		local diff
+		# Ranges that differ, and the most rows either side has in them.
+		diff=$(awk -F $'\x1f' -v first="$first" '
+			FILENAME == ARGV[1] { sc[$1] = $2; ss[$1] = $3; if (first) ts += $2; next }
+			{ tc[$1] = $2; tsum[$1] = $3; if (first) tt += $2 }
+			END {
+				for (b in sc) if (!(b in tc) || tc[b] != sc[b] || tsum[b] != ss[b]) d[b] = 1
+				for (b in tc) if (!(b in sc)) d[b] = 1
+				n = 0; rows = 0; list = ""
+				for (b in d) { n++; m = (sc[b] > tc[b] ? sc[b] : tc[b]); rows += m; list = list (list == "" ? "" : ",") b }
+				printf "%d %d %d %d %s\n", ts, tt, n, rows, list
+			}' "$srcf" "$tgtf")
+		local ts tt n rows list
+		read -r ts tt n rows list <<<"$diff"
+		if ((first)); then rows_src=$ts rows_tgt=$tt first=0; fi
+		((n > 0)) || break
+		prefixes=$list
+		if ((rows > VERIFY_ROWS_MAX && len < 30)); then
+			len=$((len + 3))
+			continue
+		fi
+		# Few rows left: their key and row hashes, and counts for rows
+		# that are their own key (a table without one).
+		level_sql="SELECT kh, count(*), min(rh), min(ks) FROM ($base) r WHERE left(kh, $len) = ANY ('{$prefixes}') GROUP BY kh;"
+		vsql src "$err.s" <<<"$level_sql" >"$srcf" &
+		spid=$!
+		vsql tgt "$err.t" <<<"$level_sql" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
+		wait $spid || { printf 'error\tsource: %s\n' "$(psql_error "$err.s")" >"$out"; return; }
+		read -r missing only differing < <(awk -F $'\x1f' -v keys="$out.keys" '
+			FILENAME == ARGV[1] { sc[$1] = $2; sr[$1] = $3; sk[$1] = $4; next }
+			{ tc[$1] = $2; tr[$1] = $3; tk[$1] = $4 }
+			END {
+				for (k in sc) {
+					t = (k in tc) ? tc[k] : 0
+					if (sc[k] > t) { m += sc[k] - t; if (sk[k] != "") print "missing\t" sk[k] > keys }
+					else if (t == sc[k] && tr[k] != sr[k]) { d++; print "differing\t" sk[k] > keys }
+				}
+				for (k in tc) {
+					s = (k in sc) ? sc[k] : 0
+					if (tc[k] > s) { o += tc[k] - s; if (tk[k] != "") print "only\t" tk[k] > keys }
+				}
+				printf "%d %d %d\n", m, o, d
+			}' "$srcf" "$tgtf")
+		break
+	done
+	rm -f "$srcf" "$tgtf" "$err" "$err.s" "$err.t"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$table" "$rows_src" "$rows_tgt" "$missing" "$only" "$differing" >"$out"
+}
+
+# --- the command ----------------------------------------------------------------
+
+cmd_verify() {
+	need_programs pg-slot pg-walcat pg-apply psql
+	setup_connections yes
+	trap_stop
+	catalog_ensure
+	job_load
+	((JOB_EXISTS)) || die $EX_PREFLIGHT "job $JOB does not exist in the target ($TGT_DISPLAY): run pgsync bootstrap first"
+	case $JOB_STATE in
+	INITIALIZING | SNAPSHOTTING) die $EX_PREFLIGHT "job $JOB has not completed its bootstrap (state $JOB_STATE): nothing to verify yet" ;;
+	RESYNC_REQUIRED) die $EX_RESYNC "job $JOB requires a resync (${JOB_LAST_ERROR:-continuity lost}): $RESYNC_ACTION" ;;
+	esac
+	[[ $JOB_SLOT == "$SLOT" ]] || die $EX_USAGE "job $JOB streams from slot $JOB_SLOT, but source.slot is $SLOT"
+	local t
+	local -a tables=()
+	for t in "${VERIFY_TABLES[@]}"; do
+		[[ " ${TABLES[*]} " == *" $t "* ]] || die $EX_USAGE "table $t is not in replication.tables"
+		tables+=("$t")
+	done
+	((${#tables[@]})) || tables=("${TABLES[@]}")
+	local jobs=${VERIFY_JOBS:-${CFG[resources.max_parallel_copies]}}
+
+	verify_point
+
+	local started i=0 done_n=0 total=${#tables[@]}
+	started=$(now_ms)
+	mkdir -p "$WORK/verify"
+	local -A running=()
+	for t in "${tables[@]}" ""; do
+		# At most --jobs tables at a time, each with one connection a side.
+		while ((${#running[@]} >= jobs)) || [[ -z $t && ${#running[@]} -gt 0 ]]; do
+			local fin=""
+			wait -n -p fin "${!running[@]}"
+			[[ -n $fin ]] || break 2
+			unset "running[$fin]"
+			done_n=$((done_n + 1))
+			log_info "verify: $done_n of $total tables compared"
+		done
+		[[ -n $t && -z $STOP_SIGNAL ]] || break
+		(trap - INT TERM HUP && close_lock && verify_table "$t" "$WORK/verify/$i") &
+		running[$!]=$t
+		i=$((i + 1))
+	done
+	local pid
+	for pid in "${!running[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid"; done
+	verify_release
+	[[ -z $STOP_SIGNAL ]] || die $EX_RUNTIME "verify interrupted by SIG$STOP_SIGNAL"
+	verify_report "$i" "$(($(now_ms) - started))"
+}
+
+# verify_report N ELAPSED_MS: print the results, record them in pgsync.job,
+# exit 0 (identical) or 5.
+verify_report() {
+	local n=$1 elapsed=$2 i line tab rs rt m o d err
+	local outcome=identical total_rows=0 errors=0
+	local json="" kind key
+	for ((i = 0; i < n; i++)); do
+		line=$(<"$WORK/verify/$i") || line=$'error\tno result'
+		if [[ $line == error$'\t'* ]]; then
+			err=${line#error$'\t'}
+			log_error "verify: ${err}"
+			errors=$((errors + 1))
+			continue
+		fi
+		IFS=$'\t' read -r tab rs rt m o d <<<"$line"
+		local compared=$((rs + o))
+		total_rows=$((total_rows + compared))
+		((m + o + d == 0)) || outcome=different
+		if ((STATUS_JSON)); then
+			local keys=""
+			if ((VERIFY_SHOW_KEYS)); then
+				keys=$(awk -F '\t' '
+					{ k[$1] = k[$1] (k[$1] == "" ? "" : ",") $2 }
+					END { printf ",\"keys\":{\"missing_on_target\":[%s],\"only_on_target\":[%s],\"differing\":[%s]}", k["missing"], k["only"], k["differing"] }' \
+					"$WORK/verify/$i.keys")
+			fi
+			json+="${json:+,}{\"table\":\"$(json_str "$tab")\",\"rows_compared\":$compared,\"rows_source\":$rs,\"rows_target\":$rt,\"missing_on_target\":$m,\"only_on_target\":$o,\"differing\":$d$keys}"
+		else
+			printf '%s: %d rows compared, %d missing on target, %d only on target, %d differing\n' "$tab" "$compared" "$m" "$o" "$d"
+			if ((VERIFY_SHOW_KEYS)); then
+				while IFS=$'\t' read -r kind key; do
+					case $kind in
+					missing) printf '  missing on target: %s\n' "$key" ;;
+					only) printf '  only on target: %s\n' "$key" ;;
+					differing) printf '  differing: %s\n' "$key" ;;
+					esac
+				done < <(sort "$WORK/verify/$i.keys")
+			fi
+		fi
+	done
+	if ((errors)); then
+		job_update "verified_at = now(), verified_lsn = :'lsn', verify_outcome = 'error'" lsn="$VERIFY_LSN" >/dev/null
+		die $EX_RUNTIME "verify of job $JOB failed for $errors table(s)"
+	fi
+	job_update "verified_at = now(), verified_lsn = :'lsn', verify_outcome = :'oc'" lsn="$VERIFY_LSN" oc="$outcome" ||
+		log_error "cannot record the verification in pgsync.job: $(sql_error)"
+	if ((STATUS_JSON)); then
+		printf '{"format_version":1,"job":"%s","verified_lsn":"%s","outcome":"%s","rows_compared":%d,"pause_ms":%d,"elapsed_ms":%d,"tables":[%s]}\n' \
+			"$(json_str "$JOB")" "$VERIFY_LSN" "$outcome" "$total_rows" "$VERIFY_PAUSE_MS" "$elapsed" "$json"
+	fi
+	log_info "verify of job $JOB at $VERIFY_LSN: $outcome ($n tables, $total_rows rows compared in $elapsed ms; the stream paused $VERIFY_PAUSE_MS ms)"
+	[[ $outcome == identical ]] || exit $EX_UNSUPPORTED
+	return $EX_OK
+}
