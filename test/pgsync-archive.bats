@@ -19,6 +19,8 @@ setup_file() {
 		INSERT INTO ar_a SELECT g, 'v' || g, g / 3.0 FROM generate_series(1, 2000) g;
 		INSERT INTO ar_b SELECT 'k' || g, '2026-01-01'::timestamptz + g * interval '1 min' FROM generate_series(1, 100) g;
 		CREATE PUBLICATION ar_pub FOR TABLE ar_a, ar_b"
+	# The archiver connects as the guide's least-privilege source role.
+	lp_source_role ar_src ar_a ar_b
 	ARCHIVE=$BATS_FILE_TMPDIR/archive
 	export ARCHIVE
 }
@@ -28,7 +30,7 @@ teardown_file() {
 }
 
 archive() {
-	PGSYNC_SOURCE_URL=$src_URL archive-segment --slot ar_slot --publication ar_pub "$@" "$ARCHIVE"
+	PGSYNC_SOURCE_URL=$SRC_URL archive-segment --slot ar_slot --publication ar_pub "$@" "$ARCHIVE"
 }
 
 confirmed() {
@@ -96,7 +98,7 @@ segment_end() {
 
 @test "nothing is written or confirmed when the slot is missing" {
 	before=$(ls "$ARCHIVE" | wc -l)
-	PGSYNC_SOURCE_URL=$src_URL run archive-segment --slot ar_missing --publication ar_pub "$ARCHIVE"
+	PGSYNC_SOURCE_URL=$SRC_URL run archive-segment --slot ar_missing --publication ar_pub "$ARCHIVE"
 	[ "$status" -eq 4 ]
 	[[ $output == *"archive-segment: error: pg-walcat exited with status 4: nothing archived, nothing confirmed"* ]]
 	[ "$(ls "$ARCHIVE" | wc -l)" -eq "$before" ]

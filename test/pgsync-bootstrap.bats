@@ -2,7 +2,8 @@
 # pgsync bootstrap and cleanup against real servers: the copy, the job row
 # and slot lifecycle (crash leftovers, failure, timeout, SIGINT), slots that
 # predate the job, non-empty targets, --restart-snapshot, the auto-created
-# publication, and what cleanup drops and keeps.
+# publication, and what cleanup drops and keeps. As the guide's
+# least-privilege source role and a target role that is not a superuser.
 
 load lib/cluster
 load pgsync-helpers
@@ -10,6 +11,8 @@ load pgsync-helpers
 setup_file() {
 	cluster_start src
 	cluster_start tgt
+	# As the guide's least-privilege roles.
+	lp_roles_for_tests bs_src bs_tgt
 }
 
 teardown_file() {
@@ -425,6 +428,9 @@ pending_case() {
 }
 
 @test "safety.auto_create_publication creates the publication for exactly the configured tables" {
+	# CREATE PUBLICATION ... FOR TABLE needs the tables' owner, which the
+	# guide's source role is not: this option is for a role that owns them.
+	SRC_URL=$src_URL
 	mk_table bs_auto1 5
 	mk_table bs_auto2 5
 	job_conf bs_auto bs_auto_slot bs_auto_pub public.bs_auto1,public.bs_auto2 >/dev/null

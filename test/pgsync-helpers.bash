@@ -208,3 +208,21 @@ lp_target_role() {
 			GRANT CREATE ON SCHEMA public TO $role" >/dev/null
 	export TGT_URL=${tgt_URL/user=postgres/user=$role}
 }
+
+# lp_roles_for_tests SRC_ROLE TGT_ROLE: the same two roles for a test file
+# that creates its tables as it goes: the source role gets USAGE and SELECT
+# on what the tests create later (default privileges, still no DML, DDL or
+# superuser), the target role reaches tables the tests create on the target
+# themselves. Exports SRC_URL and TGT_URL.
+lp_roles_for_tests() {
+	local src=$1 tgt=$2
+	psql_at src -c "CREATE ROLE $src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO $src;
+		ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO $src;
+		ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO $src;
+		ALTER DEFAULT PRIVILEGES GRANT SELECT ON SEQUENCES TO $src" >/dev/null
+	lp_target_role "$tgt"
+	psql_at tgt -c "ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO $tgt;
+		ALTER DEFAULT PRIVILEGES GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON TABLES TO $tgt;
+		ALTER DEFAULT PRIVILEGES GRANT SELECT, UPDATE ON SEQUENCES TO $tgt" >/dev/null
+	export SRC_URL=${src_URL/user=postgres/user=$src}
+}
