@@ -11,6 +11,7 @@
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
+#include "publication.h"
 #include "record.h"
 #include "session.h"
 #include "sig.h"
@@ -29,11 +30,12 @@
 
 static const char synopsis[] =
 	"usage: pg-snapshot-dump -d SOURCE (--snapshot NAME --position LSN [--slot NAME] | --own-snapshot)\n"
-	"                        (--publication NAME | --table SCHEMA.TABLE...) [--jobs N]\n"
+	"                        (--publication NAME[,NAME...] | --table SCHEMA.TABLE...) [--jobs N]\n"
 	"                        [--split-rows N] [--split-by auto|key|ctid] [--frame-size SIZE]\n"
 	"                        [--max-message-bytes SIZE] [--timeout DURATION]\n"
 	"                        [--progress-file FILE] [--connection-file FILE]\n"
-	"                        [-z|--zstd[=LEVEL]] [--json] [-q] [--log-level LEVEL]\n";
+	"                        [-z|--zstd[=LEVEL]] [--json] [-q] [--log-level LEVEL]\n"
+	"       pg-snapshot-dump -d SOURCE --publication NAME[,NAME...] --list-tables\n";
 
 static const char options_help[] =
 	"\n"
@@ -46,7 +48,12 @@ static const char options_help[] =
 	"      --slot=NAME             the slot the snapshot belongs to, for the header (default -)\n"
 	"      --own-snapshot          export a snapshot and hold it while copying; its position is\n"
 	"                              approximate (read right after the export), the slot is -\n"
-	"  -P, --publication=NAME      copy the tables and columns this publication publishes\n"
+	"  -P, --publication=NAMES     copy what these publications publish (comma-separated),\n"
+	"                              as a subscription to them copies it: each table once,\n"
+	"                              row filters OR-ed, the published columns\n"
+	"      --list-tables           print what --publication resolves to, one table a line\n"
+	"                              (schema, table, publications, row filter, columns; TAB-\n"
+	"                              separated, columns comma-separated) and copy nothing\n"
 	"  -t, --table=SCHEMA.TABLE    copy this table (repeatable); partitions under the root's name\n"
 	"  -j, --jobs=N                parallel source connections (default 4)\n"
 	"      --split-rows=N          split tables estimated above N rows into ranges (default 1000000)\n"
@@ -67,7 +74,8 @@ static const char options_help[] =
 	"  -V, --version               show the version and exit\n"
 	"\n"
 	"Exit status: 0 copied, 1 runtime error, timeout or signal (the copy is incomplete),\n"
-	"2 usage, 3 publication or table missing on the source, or role not allowed,\n"
+	"2 usage, 3 publication or table missing on the source, publications PostgreSQL\n"
+	"cannot combine (different column lists for one table), or role not allowed,\n"
 	"5 --split-by ctid on a server older than 14, or a row longer than --max-message-bytes.\n";
 
 struct opts {
@@ -77,7 +85,10 @@ struct opts {
 	bool have_position;
 	lsn_t position;
 	bool own_snapshot;
-	const char *publication;
+	char *pubs_arg;
+	const char *pubs[PUB_MAX];
+	int npubs;
+	bool list_tables;
 	char **tables;
 	int ntables;
 	long jobs;
@@ -99,7 +110,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
-		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_JSON, OPT_LOG_LEVEL };
+		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_JSON, OPT_LOG_LEVEL, OPT_LIST };
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
 		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
@@ -108,6 +119,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"own-snapshot", no_argument, NULL, OPT_OWN},
 		{"publication", required_argument, NULL, 'P'},
 		{"table", required_argument, NULL, 't'},
+		{"list-tables", no_argument, NULL, OPT_LIST},
 		{"jobs", required_argument, NULL, 'j'},
 		{"split-rows", required_argument, NULL, OPT_SPLIT},
 		{"split-by", required_argument, NULL, OPT_SPLIT_BY},
@@ -154,7 +166,8 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->slot = optarg;
 				break;
 			case OPT_OWN: o->own_snapshot = true; break;
-			case 'P': o->publication = optarg; break;
+			case 'P': o->pubs_arg = optarg; break;
+			case OPT_LIST: o->list_tables = true; break;
 			case 't':
 				/* A first sanity check; the server parses the identifiers. */
 				if (strchr(optarg, '.') == NULL)
@@ -220,14 +233,22 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument \"%s\"", argv[optind]);
+	if (o->pubs_arg)
+		o->npubs = cli_publications(synopsis, o->pubs_arg, o->pubs, PUB_MAX);
+	if (o->list_tables)
+	{
+		if (o->npubs == 0 || o->ntables || o->snapshot || o->own_snapshot)
+			usage_error("--list-tables takes --publication and no --table, --snapshot or --own-snapshot");
+		return;
+	}
 	if ((o->snapshot != NULL) == o->own_snapshot)
 		usage_error("give exactly one of --snapshot NAME and --own-snapshot");
 	if (o->snapshot && !o->have_position)
 		usage_error("--snapshot needs --position LSN: the consistent point printed with the snapshot");
 	if (o->own_snapshot && (o->have_position || o->slot))
 		usage_error("--position and --slot describe an imported snapshot: not with --own-snapshot");
-	if ((o->publication != NULL) == (o->ntables > 0))
-		usage_error("give exactly one of --publication NAME and --table SCHEMA.TABLE");
+	if ((o->npubs > 0) == (o->ntables > 0))
+		usage_error("give exactly one of --publication NAME[,NAME...] and --table SCHEMA.TABLE");
 	if (o->json)
 		log_set_json(true);
 }
@@ -535,6 +556,52 @@ supervise(struct snaprun *run, struct progress *p)
 	}
 }
 
+/* A field of --list-tables: one line, no TAB. */
+static void
+put_field(const char *v, bool last)
+{
+	for (const char *c = v; *c; c++)
+		putchar(*c == '\t' || *c == '\n' || *c == '\r' ? ' ' : *c);
+	putchar(last ? '\n' : '\t');
+}
+
+/*
+ * --list-tables: the resolution pgsync check compares with its configured
+ * tables, in one transaction so that it is one moment's catalog.
+ */
+static int
+list_tables(const struct opts *o)
+{
+	PGconn *conn = connect_source(o, false);
+	struct pub_set set;
+	struct pgerr err;
+	int rc;
+
+	if (!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
+		pg_fatal(EXIT_RUNTIME, "cannot start a transaction", &err);
+	if ((rc = pub_resolve(conn, o->pubs, o->npubs, &set)) != EXIT_DONE)
+		exit(rc);
+	for (int i = 0; i < set.n; i++)
+	{
+		const struct pub_table *t = &set.t[i];
+		struct buf cols = BUF_INIT;
+
+		for (int c = 0; c < t->ncols; c++)
+			buf_printf(&cols, "%s%s", c ? "," : "", t->cols[c]);
+		put_field(t->schema, false);
+		put_field(t->name, false);
+		put_field(t->pubs, false);
+		put_field(t->rowfilter ? t->rowfilter : "", false);
+		put_field(cols.len ? buf_cstr(&cols) : "", true);
+		buf_free(&cols);
+	}
+	pub_set_free(&set);
+	PQfinish(conn);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		log_fatal(EXIT_RUNTIME, "cannot write the table list");
+	return EXIT_DONE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -557,6 +624,8 @@ main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if (!out_tty_ok(STDOUT_FILENO, (int) o.zstd_level))
 		usage_error("refusing to write compressed output to a terminal");
+	if (o.list_tables)
+		return list_tables(&o);
 	sig_setup();
 	report_connection(&o, SRC_DISCONNECTED, true);
 
@@ -570,7 +639,8 @@ main(int argc, char **argv)
 	report_connection(&o, SRC_CONNECTED, false);
 	version = PQserverVersion(conn);
 	memset(&po, 0, sizeof(po));
-	po.publication = o.publication;
+	po.pubs = o.pubs;
+	po.npubs = o.npubs;
 	po.tables = o.tables;
 	po.ntables = o.ntables;
 	po.split_rows = o.split_rows;

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
+#include "publication.h"
 #include "replication.h"
 #include "session.h"
 #include "sig.h"
@@ -76,7 +77,7 @@ static const char options_help[] =
 	"invalidated, acknowledgement from another source or slot), 5 acknowledged\n"
 	"position past the source's WAL or past what the stream has written.\n";
 
-#define MAX_PUBS 64
+#define MAX_PUBS PUB_MAX
 
 struct opts {
 	const char *conninfo;
@@ -118,21 +119,6 @@ struct ending {
 };
 
 #define usage_error(...) cli_usage_error(synopsis, __VA_ARGS__)
-
-static void
-split_publications(struct opts *o)
-{
-	char *save = NULL;
-
-	for (char *t = strtok_r(o->pubs_arg, ",", &save); t; t = strtok_r(NULL, ",", &save))
-	{
-		if (o->npubs == MAX_PUBS)
-			usage_error("too many publications (at most %d)", MAX_PUBS);
-		o->pubs[o->npubs++] = t;
-	}
-	if (o->npubs == 0)
-		usage_error("--publication needs at least one name");
-}
 
 static void
 parse_args(int argc, char **argv, struct opts *o)
@@ -227,7 +213,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("invalid --slot \"%s\": 1 to 63 of a-z, 0-9 and _", o->slot);
 	if (o->pubs_arg == NULL)
 		usage_error("--publication is required");
-	split_publications(o);
+	o->npubs = cli_publications(synopsis, o->pubs_arg, o->pubs, MAX_PUBS);
 	if (o->endpos != LSN_INVALID && o->start != LSN_INVALID && o->start > o->endpos)
 		usage_error("--start is after --endpos");
 }

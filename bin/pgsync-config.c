@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "log.h"
 #include "out.h"
+#include "publication.h"
 #include "session.h"
 
 #include <ctype.h>
@@ -34,7 +35,7 @@
 #define MAX_ERRORS 20
 #define MAX_LINE 65536
 
-enum ktype { T_JOBNAME, T_PATH, T_SLOT, T_IDENT, T_TABLES, T_BOOL, T_DURATION, T_SIZE, T_INT, T_ENUM };
+enum ktype { T_JOBNAME, T_PATH, T_SLOT, T_IDENTS, T_TABLES, T_BOOL, T_DURATION, T_SIZE, T_INT, T_ENUM };
 
 struct key {
 	const char *name;
@@ -55,7 +56,7 @@ static struct key keys[] = {
 	K("job.name", T_JOBNAME, NULL, 0, 0, NULL),
 	K("job.state_dir", T_PATH, "", 0, 0, NULL),
 	K("source.slot", T_SLOT, NULL, 0, 0, NULL),
-	K("source.publication", T_IDENT, NULL, 0, 0, NULL),
+	K("source.publication", T_IDENTS, NULL, 0, 0, NULL),
 	K("replication.tables", T_TABLES, NULL, 0, 0, NULL),
 	K("replication.sequences", T_TABLES, "", 0, 0, NULL),
 	K("safety.auto_create_publication", T_BOOL, "false", 0, 0, NULL),
@@ -135,6 +136,39 @@ trim(char *s)
 	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
 		*--e = '\0';
 	return s;
+}
+
+static void set_text(struct key *k, const char *v);
+
+/*
+ * A list of names ("a, b, c"), split as pg-walcat and pg-snapshot-dump
+ * split --publication; its canonical form is "a,b,c".
+ */
+static bool
+check_idents(struct key *k, const char *v, int line)
+{
+	char *copy = xstrdup(v), why[128];
+	const char *names[PUB_MAX];
+	struct buf b = BUF_INIT;
+	int n = pub_split_list(copy, names, PUB_MAX, why, sizeof(why));
+	bool ok = n > 0;
+
+	if (n < 0)
+		cfg_error(line, "invalid %s \"%s\": %s", k->name, v, why);
+	for (int i = 0; i < n && ok; i++)
+		if (!ident_ok(names[i], strlen(names[i])))
+		{
+			cfg_error(line, "invalid publication \"%s\" in %s: use 1-63 letters, digits, _ or $ as stored "
+					  "in the catalog, names separated by commas", names[i], k->name);
+			ok = false;
+		}
+	for (int i = 0; i < n && ok; i++)
+		buf_printf(&b, "%s%s", i ? "," : "", names[i]);
+	if (ok)
+		set_text(k, buf_cstr(&b));
+	buf_free(&b);
+	free(copy);
+	return ok;
 }
 
 static void
@@ -267,14 +301,8 @@ check_value(struct key *k, const char *v, int line)
 			}
 			set_text(k, v);
 			return true;
-		case T_IDENT:
-			if (!ident_ok(v, strlen(v)))
-			{
-				cfg_error(line, "invalid %s \"%s\": use 1-63 letters, digits, _ or $ as stored in the catalog", k->name, v);
-				return false;
-			}
-			set_text(k, v);
-			return true;
+		case T_IDENTS:
+			return check_idents(k, v, line);
 		case T_TABLES:
 			return check_tables(k, v, line);
 		case T_BOOL:
@@ -414,7 +442,10 @@ read_file(FILE *f)
 		k = key_find(name);
 		if (k == NULL)
 		{
-			cfg_error(lineno, "unknown key \"%s\"", name);
+			if (strcmp(name, "source.publications") == 0)
+				cfg_error(lineno, "unknown key \"%s\": several publications are one list, source.publication = a, b, c", name);
+			else
+				cfg_error(lineno, "unknown key \"%s\"", name);
 			continue;
 		}
 		if (k->line)

@@ -1,6 +1,7 @@
 #include "cli.h"
 #include "common.h"
 #include "log.h"
+#include "publication.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,4 +48,18 @@ cli_bad_option(const char *synopsis, int c, char **argv)
 	if (optopt)
 		cli_usage_error(synopsis, "unknown option -%c", optopt);
 	cli_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+}
+
+int
+cli_publications(const char *synopsis, char *arg, const char **names, int max)
+{
+	char why[128];
+	int n;
+
+	if (arg[0] == '\0')
+		cli_usage_error(synopsis, "--publication needs at least one name");
+	n = pub_split_list(arg, names, max, why, sizeof(why));
+	if (n < 0)
+		cli_usage_error(synopsis, "invalid --publication: %s", why);
+	return n;
 }

@@ -16,4 +16,8 @@ void cli_version(const char *prog) __attribute__((noreturn));
 /* getopt_long returned ':' (missing value) or '?' (unknown option). */
 void cli_bad_option(const char *synopsis, int c, char **argv) __attribute__((noreturn));
 
+/* --publication NAME[,NAME...]: the names (pub_split_list), at most max;
+ * anything else is a usage error. */
+int cli_publications(const char *synopsis, char *arg, const char **names, int max);
+
 #endif

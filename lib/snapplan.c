@@ -3,6 +3,7 @@
 #include "common.h"
 #include "conn.h"
 #include "log.h"
+#include "publication.h"
 #include "record.h"
 
 #include <inttypes.h>
@@ -28,6 +29,7 @@ struct tinfo {
 	unsigned oid;
 	char relkind;
 	char *rowfilter;			/* publication row filter, NULL for none */
+	bool generated;				/* a generated column is published (18+) */
 	char *qname;				/* quoted schema.table */
 	struct buf cols;			/* quoted, comma-separated column list */
 	struct buf header;			/* the frame header line being built */
@@ -56,27 +58,16 @@ struct planner {
 };
 
 static int
-query_failed(const char *what, const struct pgerr *err)
-{
-	if (err->sqlstate[0])
-		log_error("cannot %s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	else
-		log_error("cannot %s: %s", what, err->msg);
-	return EXIT_RUNTIME;
-}
-
-static int
-add_table(struct planner *p, PGresult *res, int row)
+add_table(struct planner *p, unsigned oid, const char *schema, const char *name, char relkind)
 {
 	struct snap_plan *plan = p->plan;
-	unsigned oid = (unsigned) strtoul(PQgetvalue(res, row, 0), NULL, 10);
 	struct snap_table *t;
 	struct tinfo *ti;
 	char *qs, *qt;
 
 	for (int i = 0; i < plan->ntables; i++)
 		if (p->ti[i].oid == oid)
-			return -1;			/* named twice */
+			return i;			/* named twice */
 	if (plan->ntables == p->tcap)
 	{
 		p->tcap = p->tcap ? p->tcap * 2 : 16;
@@ -87,12 +78,10 @@ add_table(struct planner *p, PGresult *res, int row)
 	ti = &p->ti[plan->ntables];
 	memset(t, 0, sizeof(*t));
 	memset(ti, 0, sizeof(*ti));
-	t->schema = xstrdup(PQgetvalue(res, row, 1));
-	t->name = xstrdup(PQgetvalue(res, row, 2));
+	t->schema = xstrdup(schema);
+	t->name = xstrdup(name);
 	ti->oid = oid;
-	ti->relkind = PQgetvalue(res, row, 3)[0];
-	if (!PQgetisnull(res, row, 4))
-		ti->rowfilter = xstrdup(PQgetvalue(res, row, 4));
+	ti->relkind = relkind;
 	qs = conn_quote_ident(p->conn, t->schema);
 	qt = conn_quote_ident(p->conn, t->name);
 	ti->qname = xmalloc(strlen(qs) + strlen(qt) + 2);
@@ -102,45 +91,48 @@ add_table(struct planner *p, PGresult *res, int row)
 	return plan->ntables++;
 }
 
-static int
-tables_from_publication(struct planner *p)
+/* One column of table t, in copy order: the query's list and the header's. */
+static void
+add_column(struct planner *p, int t, const char *col)
 {
-	const char *params[1] = {p->o->publication};
-	struct pgerr err;
-	PGresult *res;
+	char *q = conn_quote_ident(p->conn, col);
 
-	res = conn_query(p->conn, "SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = $1",
-					 1, params, 1, &err);
-	if (res == NULL)
-		return query_failed("look up the publication", &err);
-	if (PQntuples(res) == 0)
+	if (p->ti[t].cols.len)
+		buf_puts(&p->ti[t].cols, ", ");
+	buf_puts(&p->ti[t].cols, q);
+	free(q);
+	rec_valuez(&p->ti[t].header, col);
+	p->plan->tables[t].ncols++;
+}
+
+/* The publications' tables, row filters and columns (lib/publication.c). */
+static int
+tables_from_publications(struct planner *p)
+{
+	struct pub_set set;
+	int rc = pub_resolve(p->conn, p->o->pubs, p->o->npubs, &set);
+
+	if (rc != EXIT_DONE)
+		return rc;
+	for (int i = 0; i < set.n; i++)
 	{
-		PQclear(res);
-		log_error("publication \"%s\" does not exist on the source", p->o->publication);
-		return EXIT_PREFLIGHT;
+		const struct pub_table *pt = &set.t[i];
+		int t = add_table(p, pt->oid, pt->schema, pt->name, pt->relkind);
+		struct tinfo *ti = &p->ti[t];
+
+		ti->rowfilter = pt->rowfilter ? xstrdup(pt->rowfilter) : NULL;
+		for (int c = 0; c < pt->ncols; c++)
+		{
+			/* COPY cannot name a generated column; a query can (18+). */
+			ti->generated |= pt->colgen[c];
+			add_column(p, t, pt->cols[c]);
+		}
 	}
-	PQclear(res);
-	/* pg_publication_tables already resolves publish_via_partition_root:
-	 * it lists the roots when true and the leaf partitions when false. */
-	res = conn_query(p->conn, p->version >= 150000
-					 ? "SELECT c.oid, n.nspname, c.relname, c.relkind, pt.rowfilter"
-					 "  FROM pg_catalog.pg_publication_tables pt"
-					 "  JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname"
-					 "  JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
-					 " WHERE pt.pubname = $1 ORDER BY n.nspname, c.relname"
-					 : "SELECT c.oid, n.nspname, c.relname, c.relkind, NULL::text"
-					 "  FROM pg_catalog.pg_publication_tables pt"
-					 "  JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname"
-					 "  JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
-					 " WHERE pt.pubname = $1 ORDER BY n.nspname, c.relname",
-					 1, params, 5, &err);
-	if (res == NULL)
-		return query_failed("list the tables of the publication", &err);
-	for (int i = 0; i < PQntuples(res); i++)
-		add_table(p, res, i);
-	PQclear(res);
-	if (p->plan->ntables == 0)
-		log_warn("publication \"%s\" has no tables", p->o->publication);
+	pub_set_free(&set);
+	if (p->plan->ntables == 0 && p->o->npubs == 1)
+		log_warn("publication \"%s\" has no tables", p->o->pubs[0]);
+	else if (p->plan->ntables == 0)
+		log_warn("publications \"%s\" ... \"%s\" have no tables", p->o->pubs[0], p->o->pubs[p->o->npubs - 1]);
 	return EXIT_DONE;
 }
 
@@ -175,15 +167,15 @@ tables_from_args(struct planner *p)
 		PQclear(res);
 		params[0] = schema;
 		params[1] = name;
-		res = conn_query(p->conn, "SELECT c.oid, n.nspname, c.relname, c.relkind, NULL::text"
+		res = conn_query(p->conn, "SELECT c.oid, n.nspname, c.relname, c.relkind"
 						 "  FROM pg_catalog.pg_class c"
 						 "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 						 " WHERE n.nspname = $1 AND c.relname = $2",
-						 2, params, 5, &err);
+						 2, params, 4, &err);
 		free(schema);
 		free(name);
 		if (res == NULL)
-			return query_failed("look up the table", &err);
+			return pub_query_failed("look up the table", &err);
 		if (PQntuples(res) == 0)
 		{
 			PQclear(res);
@@ -196,7 +188,8 @@ tables_from_args(struct planner *p)
 			log_error("\"%s\" is not a table", arg);
 			return EXIT_USAGE;
 		}
-		add_table(p, res, 0);
+		add_table(p, (unsigned) strtoul(PQgetvalue(res, 0, 0), NULL, 10), PQgetvalue(res, 0, 1),
+				  PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3)[0]);
 		PQclear(res);
 	}
 	return EXIT_DONE;
@@ -224,63 +217,38 @@ table_by_oid(const struct planner *p, unsigned oid)
 	return -1;
 }
 
+/* The frame headers; with --table, every column but generated ones. */
 static int
 load_columns(struct planner *p)
 {
-	struct pgerr err;
-	PGresult *res;
-	char *oids = oid_array(p);
-	int last = -1;
-
-	if (p->o->publication && p->version >= 150000)
+	if (!p->o->npubs)
 	{
-		/* Column lists: the publication's own attnames, in attnum order.
-		 * Generated columns are computed on the target, except where 18+
-		 * publishes them (publish_generated_columns): attnames decides. */
-		const char *params[2] = {p->o->publication, p->version >= 180000 ? "t" : "f"};
-
-		res = conn_query(p->conn, "SELECT c.oid, a.attname"
-						 "  FROM pg_catalog.pg_publication_tables pt"
-						 "  JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname"
-						 "  JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
-						 "  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = ANY (pt.attnames)"
-						 " WHERE pt.pubname = $1 AND a.attnum > 0 AND NOT a.attisdropped"
-						 "   AND (a.attgenerated = '' OR $2::bool)"
-						 " ORDER BY c.oid, a.attnum",
-						 2, params, 2, &err);
-	}
-	else
-	{
+		char *oids = oid_array(p);
 		const char *params[1] = {oids};
+		struct pgerr err;
+		PGresult *res;
+		int last = -1;
 
 		res = conn_query(p->conn, "SELECT a.attrelid, a.attname FROM pg_catalog.pg_attribute a"
 						 " WHERE a.attrelid = ANY ($1::pg_catalog.oid[]) AND a.attnum > 0"
 						 "   AND NOT a.attisdropped AND a.attgenerated = ''"
 						 " ORDER BY a.attrelid, a.attnum",
 						 1, params, 2, &err);
-	}
-	free(oids);
-	if (res == NULL)
-		return query_failed("list the columns to copy", &err);
-	for (int r = 0; r < PQntuples(res); r++)
-	{
-		unsigned oid = (unsigned) strtoul(PQgetvalue(res, r, 0), NULL, 10);
-		const char *col = PQgetvalue(res, r, 1);
-		int t = (last >= 0 && p->ti[last].oid == oid) ? last : table_by_oid(p, oid);
-		char *q;
+		free(oids);
+		if (res == NULL)
+			return pub_query_failed("list the columns to copy", &err);
+		for (int r = 0; r < PQntuples(res); r++)
+		{
+			unsigned oid = (unsigned) strtoul(PQgetvalue(res, r, 0), NULL, 10);
+			int t = (last >= 0 && p->ti[last].oid == oid) ? last : table_by_oid(p, oid);
 
-		if (t < 0)
-			continue;
-		last = t;
-		q = conn_quote_ident(p->conn, col);
-		if (p->ti[t].cols.len)
-			buf_puts(&p->ti[t].cols, ", ");
-		buf_puts(&p->ti[t].cols, q);
-		free(q);
-		rec_valuez(&p->ti[t].header, col);
-		p->plan->tables[t].ncols++;
+			if (t < 0)
+				continue;
+			last = t;
+			add_column(p, t, PQgetvalue(res, r, 1));
+		}
+		PQclear(res);
 	}
-	PQclear(res);
 	for (int t = 0; t < p->plan->ntables; t++)
 	{
 		struct snap_table *st = &p->plan->tables[t];
@@ -359,7 +327,7 @@ load_leaves(struct planner *p, struct leaf **out, int *nout)
 					 1, params, 8, &err);
 	free(oids);
 	if (res == NULL)
-		return query_failed("read table sizes and keys", &err);
+		return pub_query_failed("read table sizes and keys", &err);
 	n = PQntuples(res);
 	lv = xcalloc((size_t) n, sizeof(*lv));
 	for (int r = 0; r < n; r++)
@@ -415,7 +383,7 @@ add_part(struct planner *p, int table, const char *from, bool only, const char *
 	part->table = table;
 	part->index = ++plan->tables[table].nparts;
 	part->weight = weight;
-	if (cond == NULL && ti->rowfilter == NULL && only && strcmp(from, ti->qname) == 0)
+	if (cond == NULL && ti->rowfilter == NULL && !ti->generated && only && strcmp(from, ti->qname) == 0)
 	{
 		/* The whole table: plain COPY skips the executor's projection. */
 		if (plan->tables[table].ncols > 0)
@@ -450,7 +418,7 @@ int_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *
 	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 2, &err);
 	buf_free(&sql);
 	if (res == NULL)
-		return query_failed("find the key range of a table", &err);
+		return pub_query_failed("find the key range of a table", &err);
 	*nb = 0;
 	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
 	{
@@ -501,7 +469,7 @@ sampled_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, i
 	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 1, &err);
 	buf_free(&sql);
 	if (res == NULL)
-		return query_failed("sample the key of a table", &err);
+		return pub_query_failed("sample the key of a table", &err);
 	*nb = 0;
 	*bounds = xcalloc((size_t) PQntuples(res) + 1, sizeof(char *));
 	for (int r = 0; r < PQntuples(res); r++)
@@ -683,7 +651,7 @@ snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *pl
 				  p.version / 10000);
 		return EXIT_UNSUPPORTED;
 	}
-	rc = o->publication ? tables_from_publication(&p) : tables_from_args(&p);
+	rc = o->npubs ? tables_from_publications(&p) : tables_from_args(&p);
 	if (rc == EXIT_DONE && plan->ntables > 0)
 		rc = load_columns(&p);
 	if (rc == EXIT_DONE && plan->ntables > 0)

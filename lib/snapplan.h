@@ -1,6 +1,6 @@
 /*
- * snapplan.h - what pg-snapshot-dump copies: the tables of a publication (or
- * the --table arguments), their published columns in publication order, row
+ * snapplan.h - what pg-snapshot-dump copies: the tables of the publications
+ * (lib/publication.c) or the --table arguments, their published columns, row
  * estimates, and the parts each table is cut into (partitions, primary-key
  * ranges, ctid block ranges). It runs inside the imported snapshot so that
  * the plan describes the data the workers will see; it never writes.
@@ -42,7 +42,8 @@ struct snap_plan {
 enum snap_split { SPLIT_AUTO, SPLIT_KEY, SPLIT_CTID };
 
 struct snapplan_opts {
-	const char *publication;	/* NULL: use tables */
+	const char *const *pubs;	/* publications; none: use tables */
+	int npubs;
 	char *const *tables;		/* SCHEMA.TABLE arguments */
 	int ntables;
 	uint64_t split_rows;		/* split tables estimated above this */

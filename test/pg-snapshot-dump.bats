@@ -121,7 +121,15 @@ records() {
 	[[ ${lines[0]} == "pg-snapshot-dump: error: --snapshot needs --position LSN"* ]]
 	run pg-snapshot-dump -d "$src_URL" --own-snapshot
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = "pg-snapshot-dump: error: give exactly one of --publication NAME and --table SCHEMA.TABLE" ]
+	[ "${lines[0]}" = "pg-snapshot-dump: error: give exactly one of --publication NAME[,NAME...] and --table SCHEMA.TABLE" ]
+	run pg-snapshot-dump -d "$src_URL" --own-snapshot --publication 'pub_basic,,pub_gen'
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-snapshot-dump: error: invalid --publication: empty publication name in the list" ]
+	run pg-snapshot-dump -d "$src_URL" --own-snapshot --publication 'pub_basic, pub_basic'
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pg-snapshot-dump: error: invalid --publication: publication "pub_basic" is named twice' ]
+	run pg-snapshot-dump -d "$src_URL" --list-tables --table public.t_one
+	[ "$status" -eq 2 ]
 	run pg-snapshot-dump -d "$src_URL" --own-snapshot --table t_one
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = 'pg-snapshot-dump: error: invalid --table "t_one": expected SCHEMA.TABLE' ]
@@ -140,9 +148,9 @@ records() {
 }
 
 @test "a missing publication or table exits 3 naming it; a view exits 2" {
-	dump --own-snapshot --publication no_such_pub
+	dump --own-snapshot --publication pub_basic,no_such_pub
 	[ "$rc" -eq 3 ]
-	[ "$(cat "$err")" = 'pg-snapshot-dump: error: publication "no_such_pub" does not exist on the source' ]
+	[ "$(cat "$err")" = 'pg-snapshot-dump: error: publication "no_such_pub" does not exist in database "postgres": create it (CREATE PUBLICATION no_such_pub FOR TABLE ...) or fix the publication list' ]
 	[ ! -s "$out" ]
 	dump --own-snapshot --table public.t_one --table public.no_such_table
 	[ "$rc" -eq 3 ]
@@ -227,6 +235,44 @@ COPY"$'\t'"public"$'\t'"t_gen"$'\t'"2"$'\t'"a"$'\t'"d" ]
 	dump --own-snapshot --publication pub_gen
 	[ "$rc" -eq 0 ]
 	[ "$(records "$out" COPY | sort -u)" = "COPY"$'\t'"public"$'\t'"t_gen"$'\t'"3"$'\t'"a"$'\t'"c"$'\t'"d" ]
+}
+
+@test "several publications: each table once, under its topmost root when one publishes via the root; --list-tables names the publications" {
+	dump --own-snapshot --publication 'pub_leaves, pub_root,pub_basic'
+	[ "$rc" -eq 0 ]
+	[ "$(records "$out" TABLEDONE | cut -f2-4 | sort)" = "public"$'\t'"t_empty"$'\t'"0
+public"$'\t'"t_esc"$'\t'"5
+public"$'\t'"t_one"$'\t'"1
+public"$'\t'"t_parted"$'\t'"200" ]
+	diff <(copy_out "SELECT id, v FROM t_parted") <(frame_rows "$out" public t_parted)
+	run pg-snapshot-dump -d "$src_URL" --publication pub_root,pub_leaves,pub_gen --list-tables
+	[ "$status" -eq 0 ]
+	[ "$output" = "public"$'\t'"t_gen"$'\t'"pub_gen"$'\t\t'"a,c,d
+public"$'\t'"t_parted"$'\t'"pub_root,pub_leaves"$'\t\t'"id,v" ]
+}
+
+@test "several publications: row filters are OR-ed, one without a filter means every row; different column lists are refused" {
+	need_major 15
+	psql_at src <<'SQL'
+CREATE PUBLICATION pub_f1 FOR TABLE t_filter WHERE (id < 5);
+CREATE PUBLICATION pub_f2 FOR TABLE t_filter WHERE (id > 25);
+CREATE PUBLICATION pub_f3 FOR TABLE t_filter;
+CREATE PUBLICATION pub_c1 FOR TABLE t_gen (a, c);
+SQL
+	dump --own-snapshot --publication pub_f1,pub_f2,pub_cols
+	[ "$rc" -eq 0 ]
+	diff <(copy_out "SELECT id, keep FROM t_filter WHERE id < 5 OR id > 25 OR keep") <(frame_rows "$out" public t_filter)
+	dump --own-snapshot --publication pub_f1,pub_f3
+	[ "$rc" -eq 0 ]
+	[ "$(frame_rows "$out" public t_filter | wc -l)" -eq 30 ]
+	dump --own-snapshot --publication pub_cols,pub_c1
+	[ "$rc" -eq 3 ]
+	[ "$(cat "$err")" = 'pg-snapshot-dump: error: cannot use different column lists for table "public.t_gen" in different publications (pub_cols,pub_c1), as PostgreSQL'"'"'s own subscriptions cannot: give it the same column list (or none) in each' ]
+	[ ! -s "$out" ]
+	# no list is a list of every column: as different from (a, c) as another list
+	dump --own-snapshot --publication pub_gen,pub_c1
+	[ "$rc" -eq 3 ]
+	psql_at src -c "DROP PUBLICATION pub_f1, pub_f2, pub_f3, pub_c1"
 }
 
 @test "partitions: leaves by their own names, the root's name with publish_via_partition_root or --table on the root" {

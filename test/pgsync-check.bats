@@ -61,21 +61,51 @@ objects_on() {
 	[ "$(objects_on tgt)" = "$tgt_before" ]
 }
 
-@test "publication problems: a missing table, an extra table, missing actions and no truncate" {
+@test "publication problems: a missing table, an extra table, missing actions (a warning) and no truncate" {
 	psql_at src -c "CREATE PUBLICATION ck_bad FOR TABLE app.orders, app.extra WITH (publish = 'insert, delete')"
 	job_conf ck_bad ck_bad_slot ck_bad_pub app.orders,app.items >/dev/null
 	sed -i 's/^source.publication = .*/source.publication = ck_bad/' "$BATS_FILE_TMPDIR/ck_bad.conf"
 	run pgs ck_bad check
 	[ "$status" -eq 3 ]
-	[[ $output == *"FAIL  source: publication ck_bad publishes insert delete; fix: ALTER PUBLICATION ck_bad SET (publish = 'insert, update, delete, truncate')"* ]]
+	[[ $output == *"warn  source: publication ck_bad publishes insert delete: the other changes to its tables are not replicated, as with a subscription; fix: ALTER PUBLICATION ck_bad SET (publish = 'insert, update, delete, truncate')"* ]]
 	[[ $output == *"warn  source: publication ck_bad does not publish truncate: a TRUNCATE on the source is not replicated; fix: ALTER PUBLICATION ck_bad SET (publish = 'insert, update, delete, truncate')"* ]]
 	[[ $output == *"FAIL  source: publication ck_bad does not contain app.items; fix: ALTER PUBLICATION ck_bad ADD TABLE app.items"* ]]
 	[[ $output == *"FAIL  source: publication ck_bad also contains app.extra, which is not in replication.tables; fix: ALTER PUBLICATION ck_bad DROP TABLE app.extra, or add app.extra to replication.tables"* ]]
-	[[ $output == *"pgsync: error: check failed: 3 problem(s), 1 warning(s)"* ]]
+	[[ $output == *"pgsync: error: check failed: 2 problem(s), 2 warning(s)"* ]]
 	job_conf ck_none ck_none_slot ck_missing_pub app.orders >/dev/null
 	run pgs ck_none check
 	[ "$status" -eq 3 ]
 	[[ $output == *"FAIL  source: publication ck_missing_pub does not exist; fix: CREATE PUBLICATION ck_missing_pub FOR TABLE app.orders"* ]]
+}
+
+@test "several publications: the union is compared, each table named with its publications; a missing one and different column lists fail" {
+	psql_at src -c "CREATE SCHEMA ms;
+		CREATE TABLE ms.a (id int PRIMARY KEY, v text);
+		CREATE TABLE ms.b (id int PRIMARY KEY, v text, w text);
+		CREATE TABLE app.mc (id int PRIMARY KEY, n int);
+		CREATE PUBLICATION ck_ms FOR TABLES IN SCHEMA ms;
+		CREATE PUBLICATION ck_mf FOR TABLE app.mc WHERE (n > 0), ms.b WHERE (id > 3);
+		CREATE PUBLICATION ck_mf2 FOR TABLE app.mc WHERE (n < -10);
+		CREATE PUBLICATION ck_mcol FOR TABLE ms.b (id, v)"
+	job_conf ck_multi ck_multi_slot 'ck_ms, ck_mf,ck_mf2' ms.a,ms.b,app.mc >/dev/null
+	run pgs ck_multi check
+	[ "$status" -eq 0 ]
+	[[ $output == *"ok    source: ms.a is published by ck_ms"$'\n'* ]]
+	[[ $output == *"ok    source: ms.b is published by ck_ms, ck_mf"$'\n'* ]]
+	[[ $output == *"ok    source: app.mc is published by ck_mf, ck_mf2, rows where ((n < '-10'::integer)) OR ((n > 0))"$'\n'* ]]
+	[[ $output == *"ok    source: publications ck_ms, ck_mf, ck_mf2 contain exactly the 3 configured tables"* ]]
+	job_conf ck_multi2 ck_multi2_slot 'ck_mf,ck_mcol,ck_nosuch' ms.b,app.mc >/dev/null
+	run pgs ck_multi2 check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: publication ck_nosuch does not exist; fix: CREATE PUBLICATION ck_nosuch FOR TABLE ms.b, app.mc"* ]]
+	job_conf ck_multi3 ck_multi3_slot 'ck_mf,ck_mcol' ms.b,app.mc >/dev/null
+	run pgs ck_multi3 check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: cannot resolve the tables of publication ck_mf,ck_mcol: cannot use different column lists for table \"ms.b\" in different publications (ck_mf,ck_mcol)"* ]]
+	job_conf ck_multi4 ck_multi4_slot 'ck_ms' ms.b >/dev/null
+	run pgs ck_multi4 check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: publication ck_ms also contains ms.a, which is not in replication.tables; fix: add ms.a to replication.tables, or take it out of publication ck_ms"* ]]
 }
 
 @test "tables: missing, without a key (fail), REPLICA IDENTITY FULL (warning)" {

@@ -108,6 +108,29 @@ conf() {
 	[ "$output" = 'pgsync-config: error: t3.conf:4: table "public.a" is listed twice in replication.tables' ]
 }
 
+@test "source.publication is one name or a comma-separated list; source.publications is refused with the syntax" {
+	printf 'job.name = j\nsource.slot = s\nsource.publication = a,  b ,c\nreplication.tables = public.a\n' >p1.conf
+	run pgsync-config -c p1.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"source.publication = a,b,c"* ]]
+	printf 'job.name = j\nsource.slot = s\nsource.publication = a,,b\nreplication.tables = public.a\n' >p2.conf
+	run pgsync-config -c p2.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: p2.conf:3: invalid source.publication "a,,b": empty publication name in the list' ]
+	printf 'job.name = j\nsource.slot = s\nsource.publication = a, a\nreplication.tables = public.a\n' >p3.conf
+	run pgsync-config -c p3.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: p3.conf:3: invalid source.publication "a, a": publication "a" is named twice' ]
+	printf 'job.name = j\nsource.slot = s\nsource.publication = a, "B"\nreplication.tables = public.a\n' >p4.conf
+	run pgsync-config -c p4.conf
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync-config: error: p4.conf:3: invalid publication ""B"" in source.publication: use 1-63 letters, digits, _ or $ as stored in the catalog, names separated by commas' ]
+	printf 'job.name = j\nsource.slot = s\nsource.publications = a, b\nreplication.tables = public.a\n' >p5.conf
+	run pgsync-config -c p5.conf
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pgsync-config: error: p5.conf:3: unknown key "source.publications": several publications are one list, source.publication = a, b, c' ]
+}
+
 @test "a table list continues on the next line after a trailing comma; comments are ignored" {
 	cat >multi.conf <<'EOF'
 # the orders job

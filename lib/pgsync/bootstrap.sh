@@ -1,5 +1,6 @@
 # pgsync bootstrap: job row, slot with an exported snapshot, target tables
-# from pg_dump at that snapshot, the copy (pg-snapshot-dump | pg-apply), the
+# from pg_dump at that snapshot, the copy of what the publications publish
+# (pg-snapshot-dump --publication | pg-apply: row filters, column lists), the
 # indexes and constraints, then state CATCHING_UP. Sourced by bin/pgsync.
 #
 # The job row is written (INITIALIZING, slot_owned) before the slot exists,
@@ -263,16 +264,13 @@ SQL
 }
 
 copy_tables() {
-	local -a tableargs=()
-	local t
 	record_estimates
 	BS_PHASE="copying tables"
-	for t in "${TABLES[@]}"; do tableargs+=(--table "$(quote_table "$t")"); done
 	rm -f "$WORK/copy.fifo"
 	mkfifo "$WORK/copy.fifo"
 	local copies=${CFG[resources.max_parallel_copies]}
 	spawn pg-snapshot-dump - "$WORK/copy.fifo" pg-snapshot-dump -d "$SRC" --snapshot "$SNAP_NAME" \
-		--position "$CONSISTENT_LSN" --slot "$SLOT" "${tableargs[@]}" --jobs "$copies" \
+		--position "$CONSISTENT_LSN" --slot "$SLOT" --publication "$PUB" --jobs "$copies" \
 		--frame-size "${CFG[resources.buffer_size_kb]}kB" --max-message-bytes "${CFG[resources.max_message_bytes]}" \
 		--progress-file "$STATE_DIR/snapshot.progress" \
 		--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME"

@@ -32,21 +32,28 @@ WITH cfg AS (
 ), me AS (
   SELECT rolname, rolcanlogin, rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user
 ), pub AS (
-  SELECT p.oid, p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate, p.puballtables, p.pubviaroot
-    FROM pg_publication p WHERE p.pubname = :'pub'
+  SELECT u.name, u.ord, p.oid, p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate, p.puballtables, p.pubviaroot
+    FROM unnest(string_to_array(:'pub', ',')) WITH ORDINALITY AS u(name, ord)
+    LEFT JOIN pg_publication p ON p.pubname = u.name
 ), pubt AS (
-  SELECT pt.schemaname || '.' || pt.tablename AS name, format('%I.%I', pt.schemaname, pt.tablename) AS q
-    FROM pg_publication_tables pt WHERE pt.pubname = :'pub'
+  -- what the publications publish together, as pg-snapshot-dump --list-tables
+  -- resolves it (lib/publication.c): schema, table, publications, filter, columns
+  SELECT split_part(l, E'\t', 1) || '.' || split_part(l, E'\t', 2) AS name,
+         format('%I.%I', split_part(l, E'\t', 1), split_part(l, E'\t', 2)) AS q,
+         replace(split_part(l, E'\t', 3), ',', ', ') AS pubs, split_part(l, E'\t', 4) AS rowfilter,
+         split_part(l, E'\t', 5) AS cols
+    FROM unnest(string_to_array(:'resolved', E'\n')) AS l WHERE l <> ''
 ), parts AS (
   -- partitions of configured partitioned tables: a publication without
-  -- publish_via_partition_root lists these instead of the table
+  -- publish_via_partition_root publishes these instead of the table
   SELECT t.name AS root, n.nspname || '.' || c.relname AS name
     FROM tbl t CROSS JOIN LATERAL pg_partition_tree(t.reloid) pt
     JOIN pg_class c ON c.oid = pt.relid JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE t.relkind = 'p' AND pt.level > 0
 ), byleaf AS (
-  SELECT t.* FROM tbl t, pub p
-   WHERE t.relkind = 'p' AND NOT p.pubviaroot
+  SELECT t.*, (SELECT string_agg(DISTINCT x.pubs, ', ') FROM pubt x JOIN parts ON parts.name = x.name
+                WHERE parts.root = t.name) AS pubs
+    FROM tbl t WHERE t.relkind = 'p' AND t.name NOT IN (SELECT name FROM pubt)
      AND EXISTS (SELECT 1 FROM parts WHERE parts.root = t.name AND parts.name IN (SELECT name FROM pubt))
 ), slots AS (
   SELECT count(*) AS used, count(*) FILTER (WHERE slot_name = :'slot') AS mine,
@@ -124,56 +131,71 @@ WITH cfg AS (
          format('add a primary key, or ALTER TABLE %s REPLICA IDENTITY USING INDEX <unique index on NOT NULL columns>', t.q)
     FROM tbl t WHERE t.reloid IS NOT NULL AND t.relkind IN ('r', 'p')
   UNION ALL
-  SELECT 100, CASE WHEN :'autopub' = 'true' THEN 'info' ELSE 'fail' END,
-         format('publication %I does not exist', :'pub') ||
-           CASE WHEN :'autopub' = 'true' THEN ': bootstrap creates it (safety.auto_create_publication)' ELSE '' END,
-         format('CREATE PUBLICATION %I FOR TABLE %s', :'pub', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
-    WHERE NOT EXISTS (SELECT 1 FROM pub)
+  SELECT 100, CASE WHEN :'autopub' = 'true' AND (SELECT count(*) FROM pub) = 1 THEN 'info' ELSE 'fail' END,
+         format('publication %I does not exist', x.name) ||
+           CASE WHEN :'autopub' = 'true' AND (SELECT count(*) FROM pub) = 1 THEN ': bootstrap creates it (safety.auto_create_publication)'
+                WHEN :'autopub' = 'true' THEN ': safety.auto_create_publication creates only a single source.publication' ELSE '' END,
+         format('CREATE PUBLICATION %I FOR TABLE %s', x.name, (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
+    FROM pub x WHERE x.oid IS NULL
   UNION ALL
   SELECT 101, CASE WHEN has_database_privilege(current_database(), 'CREATE') THEN 'ok' ELSE 'fail' END,
          format('CREATE on database %I, to create publication %I', current_database(), :'pub'),
          format('GRANT CREATE ON DATABASE %I TO %I, or create the publication yourself', current_database(), current_user)
-    WHERE :'autopub' = 'true' AND NOT EXISTS (SELECT 1 FROM pub)
+    WHERE :'autopub' = 'true' AND (SELECT count(*) FROM pub) = 1 AND EXISTS (SELECT 1 FROM pub WHERE oid IS NULL)
   UNION ALL
   SELECT 101, 'fail', format('role %I does not own %s, which CREATE PUBLICATION ... FOR TABLE needs', current_user, t.q),
          format('create the publication as the owner: CREATE PUBLICATION %I FOR TABLE %s', :'pub', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
-    FROM tbl t WHERE :'autopub' = 'true' AND NOT EXISTS (SELECT 1 FROM pub)
+    FROM tbl t WHERE :'autopub' = 'true' AND (SELECT count(*) FROM pub) = 1 AND EXISTS (SELECT 1 FROM pub WHERE oid IS NULL)
       AND t.reloid IS NOT NULL AND NOT pg_has_role(t.relowner, 'MEMBER')
   UNION ALL
-  SELECT 102, CASE WHEN p.pubinsert AND p.pubupdate AND p.pubdelete THEN 'ok' ELSE 'fail' END,
-         format('publication %I publishes%s%s%s%s', :'pub',
+  -- publish = 'insert' and the like: the copy has the table, the stream only
+  -- the published kinds of change, exactly as a subscription gets them
+  SELECT 102, CASE WHEN p.pubinsert AND p.pubupdate AND p.pubdelete THEN 'ok' ELSE 'warn' END,
+         format('publication %I publishes%s%s%s%s', p.name,
                 CASE WHEN p.pubinsert THEN ' insert' ELSE '' END, CASE WHEN p.pubupdate THEN ' update' ELSE '' END,
-                CASE WHEN p.pubdelete THEN ' delete' ELSE '' END, CASE WHEN p.pubtruncate THEN ' truncate' ELSE '' END),
-         format('ALTER PUBLICATION %I SET (publish = ''insert, update, delete, truncate'')', :'pub')
-    FROM pub p
+                CASE WHEN p.pubdelete THEN ' delete' ELSE '' END, CASE WHEN p.pubtruncate THEN ' truncate' ELSE '' END) ||
+           CASE WHEN p.pubinsert AND p.pubupdate AND p.pubdelete THEN ''
+                ELSE ': the other changes to its tables are not replicated, as with a subscription' END,
+         format('ALTER PUBLICATION %I SET (publish = ''insert, update, delete, truncate'')', p.name)
+    FROM pub p WHERE p.oid IS NOT NULL
   UNION ALL
-  SELECT 103, 'warn', format('publication %I does not publish truncate: a TRUNCATE on the source is not replicated', :'pub'),
-         format('ALTER PUBLICATION %I SET (publish = ''insert, update, delete, truncate'')', :'pub')
-    FROM pub p WHERE NOT p.pubtruncate
+  SELECT 103, 'warn', format('publication %I does not publish truncate: a TRUNCATE on the source is not replicated', p.name),
+         format('ALTER PUBLICATION %I SET (publish = ''insert, update, delete, truncate'')', p.name)
+    FROM pub p WHERE p.oid IS NOT NULL AND NOT p.pubtruncate
   UNION ALL
-  SELECT 104, 'fail', format('publication %I does not contain %s', :'pub', t.q),
-         format('ALTER PUBLICATION %I ADD TABLE %s', :'pub', t.q)
-    FROM tbl t, pub p WHERE t.name NOT IN (SELECT name FROM pubt) AND t.name NOT IN (SELECT name FROM byleaf)
+  SELECT 104, 'fail', CASE WHEN (SELECT count(*) FROM pub) = 1 THEN format('publication %I does not contain %s', :'pub', t.q)
+                            ELSE format('none of publications %s contains %s', replace(:'pub', ',', ', '), t.q) END,
+         format('ALTER PUBLICATION %I ADD TABLE %s', (SELECT name FROM pub ORDER BY ord LIMIT 1), t.q)
+    FROM tbl t WHERE :'resolved_ok' = 'true' AND t.name NOT IN (SELECT name FROM pubt)
+     AND t.name NOT IN (SELECT name FROM byleaf)
   UNION ALL
-  SELECT 104, 'fail', format('%s is partitioned, and publication %I publishes the changes of its partitions under their own names (publish_via_partition_root is off)', t.q, :'pub'),
-         format('ALTER PUBLICATION %I SET (publish_via_partition_root = true)', :'pub')
-    FROM byleaf t
+  SELECT 104, 'fail', format('%s is partitioned, and publication %s publishes the changes of its partitions under their own names (publish_via_partition_root is off)', t.q, t.pubs),
+         format('ALTER PUBLICATION %s SET (publish_via_partition_root = true)', t.pubs)
+    FROM byleaf t WHERE :'resolved_ok' = 'true'
   UNION ALL
-  SELECT 105, 'fail', format('publication %I also contains %s, which is not in replication.tables', :'pub', x.q),
-         CASE WHEN p.puballtables THEN format('use a publication FOR TABLE %s', (SELECT string_agg(q, ', ' ORDER BY ord) FROM tbl))
-              ELSE format('ALTER PUBLICATION %I DROP TABLE %s, or add %s to replication.tables', :'pub', x.q, x.name) END
-    FROM pubt x, pub p WHERE x.name NOT IN (SELECT name FROM cfg)
+  SELECT 105, 'fail', format('publication %s also contains %s, which is not in replication.tables', x.pubs, x.q),
+         CASE WHEN EXISTS (SELECT 1 FROM pub p WHERE p.puballtables AND p.name = ANY (string_to_array(x.pubs, ', ')))
+              THEN format('add %s to replication.tables, or use publications FOR TABLE rather than FOR ALL TABLES', x.name)
+              WHEN EXISTS (SELECT 1 FROM pub p JOIN pg_publication_rel r ON r.prpubid = p.oid
+                            WHERE p.name = x.pubs AND r.prrelid = to_regclass(x.q))
+              THEN format('ALTER PUBLICATION %s DROP TABLE %s, or add %s to replication.tables', x.pubs, x.q, x.name)
+              ELSE format('add %s to replication.tables, or take it out of publication %s', x.name, x.pubs) END
+    FROM pubt x WHERE x.name NOT IN (SELECT name FROM cfg)
      AND x.name NOT IN (SELECT parts.name FROM parts JOIN byleaf b ON b.name = parts.root)
   UNION ALL
-  SELECT 106, 'fail', format('publication %I has a row filter or column list on %s: the copy would not match the stream', :'pub',
-                             format('%I.%I', n.nspname, c.relname)),
-         format('ALTER PUBLICATION %I SET TABLE without WHERE or column lists', :'pub')
-    FROM pub p JOIN pg_publication_rel r ON r.prpubid = p.oid
-    JOIN pg_class c ON c.oid = r.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-   WHERE to_jsonb(r) ->> 'prqual' IS NOT NULL OR to_jsonb(r) ->> 'prattrs' IS NOT NULL
+  SELECT 106, 'ok', format('%s is published by %s%s%s', x.q, x.pubs,
+                           CASE WHEN x.rowfilter <> '' THEN format(', rows where %s', x.rowfilter) ELSE '' END,
+                           CASE WHEN x.cols IS DISTINCT FROM a.cols THEN format(', columns %s', replace(x.cols, ',', ', ')) ELSE '' END), ''
+    FROM pubt x JOIN cfg ON cfg.name = x.name
+    LEFT JOIN pg_namespace n ON n.nspname = split_part(x.name, '.', 1)
+    LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(x.name, '.', 2)
+    LEFT JOIN LATERAL (SELECT string_agg(attname, ',' ORDER BY attnum) AS cols FROM pg_attribute
+                        WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '') a ON true
   UNION ALL
-  SELECT 107, 'ok', format('publication %I contains exactly the %s configured tables', :'pub', (SELECT count(*) FROM cfg)), ''
-    FROM pub p WHERE (SELECT count(*) FROM cfg WHERE name NOT IN (SELECT name FROM pubt)) = 0
+  SELECT 107, 'ok', format(CASE WHEN (SELECT count(*) FROM pub) = 1 THEN 'publication %s contains exactly the %s configured tables'
+                                 ELSE 'publications %s contain exactly the %s configured tables' END,
+                            replace(:'pub', ',', ', '), (SELECT count(*) FROM cfg)), ''
+    WHERE :'resolved_ok' = 'true' AND (SELECT count(*) FROM cfg WHERE name NOT IN (SELECT name FROM pubt)) = 0
       AND (SELECT count(*) FROM pubt WHERE name NOT IN (SELECT name FROM cfg)) = 0
   UNION ALL
   SELECT 110, CASE WHEN s.plugin = 'pgoutput' THEN 'slot' ELSE 'fail' END,
@@ -314,7 +336,18 @@ preflight() {
 	FINDINGS=() CHECK_FAILS=0 CHECK_WARNS=0 SLOT_FOUND=0 SLOT_FOUND_ACTIVE=f
 	CHECK_SOURCE_OK=0 CHECK_TARGET_OK=0 srccols='{}' srctypes='{}'
 
-	if rows=$(sql src -v autopub="${CFG[safety.auto_create_publication]}" <<<"$CHECK_SOURCE_SQL"); then
+	# The publications' tables as the copy resolves them, in one place.
+	local resolved resolved_ok=true
+	if ! resolved=$(pg-snapshot-dump -d "$SRC" --publication "$PUB" --list-tables --log-level error 2>"$WORK/resolve.err"); then
+		resolved="" resolved_ok=false
+		msg=$(sed -n '$s/^pg-snapshot-dump: error: //p' "$WORK/resolve.err")
+		# A missing publication is a finding of its own below.
+		[[ $msg == *"does not exist in database"* ]] ||
+			finding fail source "cannot resolve the tables of publication $PUB: ${msg:-pg-snapshot-dump failed}" \
+				"change the publications so that PostgreSQL's own subscription to them would be accepted"
+	fi
+	if rows=$(sql src -v autopub="${CFG[safety.auto_create_publication]}" -v resolved="$resolved" \
+		-v resolved_ok="$resolved_ok" <<<"$CHECK_SOURCE_SQL"); then
 		CHECK_SOURCE_OK=1
 		while IFS=$'\x1f' read -r level msg fix; do
 			[[ -n $level ]] || continue
