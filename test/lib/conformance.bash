@@ -1,0 +1,326 @@
+# The conformance suite's machinery (test/conformance.bats): PostgreSQL's
+# own logical replication is the oracle. Each case of
+# test/conformance-cases.sql gets a source database of its own; a
+# subscription to the case's publications replicates it into database "sub"
+# of the target cluster, pgsync (pg-slot, pg-snapshot-dump | pg-apply, then
+# pg-walcat | pg-apply) into database "pgs"; the two must then hold the same
+# rows, table by table. Each case's tables live in schemas named after it
+# (c07, c07b), so that every case shares the two target databases.
+#
+# For speed all cases of one major move through the phases together:
+# conf_prepare (databases, tables, data, publications), conf_start
+# (subscriptions and pgsync's copies, both at the data as prepared),
+# conf_work (every case's workload), conf_finish (pgsync streams to the
+# source's position; the subscriptions are waited for with
+# pg_subscription_rel and pg_stat_replication). Then conf_check ID MAJOR
+# compares one case.
+#
+# A case in the file:
+#   -- case ID MIN_MAJOR[-MAX_MAJOR] | PUB[, PUB...] | what it shows
+#   -- error TEXT            (optional) the combination is invalid on these
+#                            majors: CREATE SUBSCRIPTION and pg-snapshot-dump
+#                            (exit 3) both refuse it, saying TEXT
+#   -- error-before N TEXT   (optional) as error, on majors below N only
+#   -- oracle-before N WHY   (optional) below major N the built-in
+#                            subscription is known wrong (WHY): there the
+#                            expected result is the source's own rows
+#   -- @schema / @target / @source / @work   sections of SQL: the tables (on
+#   the source and both targets, or @target on the targets), the source's
+#   data and publications, the workload run after both copies started.
+
+CONF_FILE=$PGSYNC_ROOT/test/conformance-cases.sql
+
+# conf_majors: PGSYNC_MAJORS, else PGSYNC_MAJOR (make check-versions), else
+# 15 and 18.
+conf_majors() {
+	if [[ -n ${PGSYNC_MAJORS:-} ]]; then
+		echo "$PGSYNC_MAJORS"
+	elif [[ -n ${PGSYNC_MAJOR:-} ]]; then
+		echo "$PGSYNC_MAJOR"
+	else
+		echo "15 18"
+	fi
+}
+
+# conf_ids: every case id, in file order.
+conf_ids() {
+	awk '/^-- case [0-9]+ [0-9-]+ [|]/ { print $3 }' "$CONF_FILE"
+}
+
+# conf_header ID FIELD: range, pubs or desc of a case.
+conf_header() {
+	awk -v id="$1" -v f="$2" -F' *[|] *' '
+		$0 ~ "^-- case " id " " {
+			split($1, h, " ")
+			if (f == "range") print h[4]
+			else if (f == "pubs") print $2
+			else print $3
+			exit
+		}' "$CONF_FILE"
+}
+
+# conf_option ID NAME: the rest of a "-- NAME ..." line of the case.
+conf_option() {
+	awk -v id="$1" -v n="$2" '
+		/^-- case [0-9]+ [0-9-]+ [|]/ { cur = ($3 == id); next }
+		cur && $1 == "--" && $2 == n { sub("^-- " n " ", ""); print; exit }' "$CONF_FILE"
+}
+
+# conf_section ID NAME: one section's SQL.
+conf_section() {
+	awk -v id="$1" -v s="@$2" '
+		/^-- case [0-9]+ [0-9-]+ [|]/ { cur = ($3 == id); sec = ""; next }
+		cur && $1 == "--" && $2 ~ /^@/ { sec = $2; next }
+		cur && sec == s { print }' "$CONF_FILE"
+}
+
+# conf_applies ID MAJOR: the case is valid on MAJOR.
+conf_applies() {
+	local range lo hi
+	range=$(conf_header "$1" range)
+	lo=${range%-*} hi=${range#*-}
+	[[ $range == *-* ]] || hi=99
+	(($2 >= lo && $2 <= hi))
+}
+
+# conf_error ID MAJOR: the error text expected on MAJOR, empty for none.
+conf_error() {
+	local e b
+	e=$(conf_option "$1" error)
+	if [[ -z $e ]]; then
+		b=$(conf_option "$1" error-before)
+		[[ -n $b ]] && (($2 < ${b%% *})) && e=${b#* }
+	fi
+	printf '%s' "$e"
+}
+
+# conf_oracle_is_source ID MAJOR: below the case's oracle-before major.
+conf_oracle_is_source() {
+	local b
+	b=$(conf_option "$1" oracle-before)
+	[[ -n $b ]] && (($2 < ${b%% *}))
+}
+
+conf_run_ids() {
+	local id
+	for id in $(conf_ids); do
+		conf_applies "$id" "$1" && echo "$id"
+	done
+}
+
+# Where a major's files go: one directory per case.
+conf_dir() {
+	printf '%s/conf%s/%s' "$BATS_FILE_TMPDIR" "$1" "${2:-}"
+}
+
+conf_src_url() { local v=src$1_URL; printf '%s dbname=c%s' "${!v}" "$2"; }
+conf_psql() { psql -X -v ON_ERROR_STOP=1 -qAt -d "$@"; }
+conf_tgt_url() { local v=tgt$1_URL; printf '%s dbname=%s' "${!v}" "$2"; }
+
+conf_clusters() {
+	local m=$1 extra=()
+	((m >= 18)) && extra=(--set max_active_replication_origins=200)
+	cluster_start "src$m" --major "$m" --set max_replication_slots=200 --set max_wal_senders=200 \
+		--set max_connections=400
+	cluster_start "tgt$m" --major "$m" --set max_replication_slots=200 --set max_logical_replication_workers=100 \
+		--set max_worker_processes=120 --set max_sync_workers_per_subscription=4 --set max_connections=400 "${extra[@]}"
+}
+
+# conf_each MAJOR FUNCTION: FUNCTION MAJOR ID for every case at once, in the
+# background; fails when one failed.
+conf_each() {
+	local m=$1 fn=$2 id pids=() status=0 p
+	for id in $(conf_run_ids "$m"); do
+		"$fn" "$m" "$id" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || status=1; done
+	return $status
+}
+
+conf_source_sql() {
+	{ conf_section "$2" schema; conf_section "$2" source; } |
+		psql -X -q -v ON_ERROR_STOP=1 -d "$(conf_src_url "$1" "$2")" >/dev/null ||
+		{ echo "case $2: the source SQL failed on PostgreSQL $1" >&2; return 1; }
+}
+
+conf_prepare() {
+	local m=$1 id strategy=""
+	# A file copy of the small template is the quicker way to 30 databases.
+	((m >= 15)) && strategy=" STRATEGY FILE_COPY"
+	for id in $(conf_run_ids "$m"); do
+		mkdir -p "$(conf_dir "$m" "$id")"
+		echo "CREATE DATABASE c$id$strategy;"
+	done | psql_at "src$m"
+	psql_at "tgt$m" -c "CREATE DATABASE sub$strategy" -c "CREATE DATABASE pgs$strategy"
+	conf_each "$m" conf_source_sql || return
+	for db in sub pgs; do
+		for id in $(conf_run_ids "$m"); do
+			if [[ -n $(conf_section "$id" target) ]]; then conf_section "$id" target; else conf_section "$id" schema; fi
+		done | psql -X -q -v ON_ERROR_STOP=1 -d "$(conf_tgt_url "$m" $db)" >/dev/null
+	done
+}
+
+# The publications of a case as a SQL list and as a --publication value.
+conf_pubs() { conf_header "$1" pubs; }
+
+# conf_pgsync_copy MAJOR ID: the slot with its exported snapshot, and the
+# copy at that snapshot; statuses in the case's directory.
+conf_pgsync_copy() {
+	local m=$1 id=$2 d slot consistent snapshot holder
+	d=$(conf_dir "$m" "$id")
+	mkfifo "$d/hold"
+	pg-slot create -d "$(conf_src_url "$m" "$id")" --slot "pgs_c$id" --export-snapshot <"$d/hold" >"$d/slot.out" 2>"$d/slot.err" &
+	holder=$!
+	exec 7>"$d/hold"
+	wait_until 60 test -s "$d/slot.out" || { exec 7>&-; echo "slot failed" >"$d/copy.rc"; return 1; }
+	IFS=$'\t' read -r slot consistent snapshot <"$d/slot.out"
+	pg-snapshot-dump -d "$(conf_src_url "$m" "$id")" --snapshot "$snapshot" --position "$consistent" \
+		--slot "$slot" --publication "$(conf_pubs "$id")" --jobs 2 -q 2>"$d/dump.err" |
+		pg-apply -d "$(conf_tgt_url "$m" pgs)" --checkpoint "$d/applied.lsn" --log-level warn 2>"$d/apply.err"
+	echo "${PIPESTATUS[*]}" >"$d/copy.rc"
+	exec 7>&-
+	wait "$holder"
+}
+
+conf_subscribe() {
+	local m=$1 id=$2 d
+	d=$(conf_dir "$m" "$id")
+	conf_oracle_is_source "$id" "$m" && return 0
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(conf_tgt_url "$m" sub)" \
+		-c "CREATE SUBSCRIPTION sub_c$id CONNECTION '$(conf_src_url "$m" "$id")' PUBLICATION $(conf_pubs "$id")" \
+		>"$d/sub.out" 2>"$d/sub.err" || echo failed >"$d/sub.failed"
+}
+
+# Every subscription's initial copy is done: a subscription copies a table
+# when its sync worker gets to it, so the workload must wait for that to
+# change nothing but what both sides stream.
+conf_subs_copied() {
+	(($(conf_psql "$(conf_tgt_url "$1" sub)" -c "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('s', 'r')") == 0))
+}
+
+conf_start() {
+	local m=$1 id
+	conf_each "$m" conf_subscribe
+	conf_each "$m" conf_pgsync_copy || true
+	for id in $(conf_run_ids "$m"); do
+		[[ -n $(conf_error "$id" "$m") && ! -f $(conf_dir "$m" "$id")/sub.failed ]] && conf_refused "$m" "$id"
+	done
+	wait_until "${PGSYNC_CONF_WAIT:-240}" conf_subs_copied "$m"
+}
+
+conf_work() {
+	local m=$1 id
+	for id in $(conf_run_ids "$m"); do
+		conf_section "$id" work | psql -X -q -v ON_ERROR_STOP=1 -d "$(conf_src_url "$m" "$id")" >/dev/null ||
+			{ echo "case $id: the workload failed on PostgreSQL $m" >&2; return 1; }
+	done
+}
+
+# Every subscription of the major is ready and has applied up to LSN.
+conf_subs_caught_up() {
+	local m=$1 lsn=$2 n
+	n=$(conf_psql "$(conf_tgt_url "$m" sub)" -c "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'") || return
+	((n == 0)) || return 1
+	# (a sender that just connected has no replay_lsn yet)
+	n=$(psql_at "src$m" -c "SELECT count(*) FROM pg_stat_replication WHERE application_name LIKE 'sub\_c%'
+		AND (replay_lsn IS NULL OR replay_lsn < '$lsn')") || return
+	((n == 0)) || return 1
+	# every subscription has its sender: none is still connecting
+	[[ $(psql_at "src$m" -c "SELECT count(*) FROM pg_stat_replication WHERE application_name LIKE 'sub\_c%'") == \
+		$(conf_psql "$(conf_tgt_url "$m" sub)" -c "SELECT count(*) FROM pg_subscription") ]]
+}
+
+conf_sub_failing() {
+	(($(conf_psql "$1" -c "SELECT sync_error_count + apply_error_count FROM pg_stat_subscription_stats
+		WHERE subname = 'sub_c$2'") > 0))
+}
+
+# conf_refused MAJOR ID: a subscription CREATE SUBSCRIPTION accepted for a
+# combination its workers then refuse (15's column lists): wait for the
+# error, keep the server's words in sub.err, drop the subscription.
+conf_refused() {
+	local m=$1 id=$2 d url
+	d=$(conf_dir "$m" "$id")
+	url=$(conf_tgt_url "$m" sub)
+	wait_until 60 conf_sub_failing "$url" "$id"
+	grep -F "subscription \"sub_c$id\"" -A3 "$(cluster_dir "tgt$m")/log/postgresql.log" | grep ERROR >"$d/sub.err" || true
+	grep -h ERROR "$(cluster_dir "tgt$m")/log/postgresql.log" | grep -F "c$id." >>"$d/sub.err" || true
+	conf_psql "$url" -c "ALTER SUBSCRIPTION sub_c$id DISABLE" -c "DROP SUBSCRIPTION sub_c$id" >/dev/null
+	echo refused >"$d/sub.failed"
+}
+
+conf_finish() {
+	local m=$1 id d lsn pids=()
+	lsn=$(psql_at "src$m" -c "SELECT pg_current_wal_lsn()")
+	for id in $(conf_run_ids "$m"); do
+		d=$(conf_dir "$m" "$id")
+		[[ $(<"$d/copy.rc") == "0 0" ]] || continue
+		(
+			pg-walcat -d "$(conf_src_url "$m" "$id")" --slot "pgs_c$id" --publication "$(conf_pubs "$id")" \
+				--endpos "$lsn" --ack-file "$d/applied.lsn" 2>"$d/walcat.err" |
+				pg-apply -d "$(conf_tgt_url "$m" pgs)" --checkpoint "$d/applied.lsn" --log-level warn 2>>"$d/apply.err"
+			echo "${PIPESTATUS[*]}" >"$d/stream.rc"
+		) &
+		pids+=($!)
+	done
+	((${#pids[@]} == 0)) || wait "${pids[@]}" || true
+	wait_until "${PGSYNC_CONF_WAIT:-240}" conf_subs_caught_up "$m" "$lsn" || {
+		conf_psql "$(conf_tgt_url "$m" sub)" -c "SELECT s.subname, r.srrelid::regclass, r.srsubstate
+			FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE r.srsubstate <> 'r'" >&2
+		psql_at "src$m" -c "SELECT application_name, replay_lsn FROM pg_stat_replication WHERE replay_lsn < '$lsn'" >&2
+		cluster_log "tgt$m" 30 >&2
+		return 1
+	}
+}
+
+# conf_phases MAJOR: every phase, each one's duration on stderr.
+conf_phases() {
+	local phase start
+	for phase in prepare start work finish; do
+		start=$SECONDS
+		"conf_$phase" "$1" || return
+		echo "PostgreSQL $1: $phase took $((SECONDS - start)) s" >&2
+	done
+}
+
+# conf_tables MAJOR ID DB: the case's tables in a target database.
+conf_tables() {
+	conf_psql "$(conf_tgt_url "$1" "$3")" -c "SELECT n.nspname || '.' || c.relname
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND (n.nspname = 'c$2' OR n.nspname ~ '^c$2[a-z]\$') ORDER BY 1"
+}
+
+# conf_check ID MAJOR: the case's result, pgsync's target against the oracle.
+conf_check() {
+	local id=$1 m=$2 d err t a b total=0 rows oracle=sub
+	d=$(conf_dir "$m" "$id")
+	err=$(conf_error "$id" "$m")
+	if [[ -n $err ]]; then
+		# Refused by both, with the same words, before anything is copied.
+		[[ -f $d/sub.failed ]] || { echo "CREATE SUBSCRIPTION accepted what should fail: $err"; return 1; }
+		grep -qF "$err" "$d/sub.err" || { echo "subscription error: $(cat "$d/sub.err")"; return 1; }
+		[[ $(<"$d/copy.rc") == 3\ * ]] || { echo "pg-snapshot-dump: $(<"$d/copy.rc"): $(cat "$d/dump.err")"; return 1; }
+		grep -qF "$err" "$d/dump.err" || { echo "pg-snapshot-dump said: $(cat "$d/dump.err")"; return 1; }
+		return 0
+	fi
+	[[ ! -f $d/sub.failed ]] || { echo "CREATE SUBSCRIPTION failed: $(cat "$d/sub.err")"; return 1; }
+	[[ $(<"$d/copy.rc") == "0 0" ]] || { echo "copy: $(<"$d/copy.rc"): $(cat "$d/dump.err" "$d/apply.err")"; return 1; }
+	[[ $(<"$d/stream.rc") == "0 0" ]] || { echo "stream: $(<"$d/stream.rc"): $(cat "$d/walcat.err" "$d/apply.err")"; return 1; }
+	conf_oracle_is_source "$id" "$m" && oracle=source
+	while IFS= read -r t; do
+		if [[ $oracle == source ]]; then
+			a=$(table_checksum "$(conf_src_url "$m" "$id")" "$t")
+		else
+			a=$(table_checksum "$(conf_tgt_url "$m" sub)" "$t")
+		fi
+		b=$(table_checksum "$(conf_tgt_url "$m" pgs)" "$t")
+		rows=$(conf_psql "$(conf_tgt_url "$m" pgs)" -v s="${t%%.*}" -v t="${t#*.}" <<<'SELECT count(*) FROM ONLY :"s".:"t"')
+		total=$((total + rows))
+		if [[ $a != "$b" ]]; then
+			echo "case $id on PostgreSQL $m: $t differs from the $oracle ($rows rows in pgsync's target)"
+			return 1
+		fi
+	done < <(conf_tables "$m" "$id" pgs)
+	((total > 0)) || { echo "case $id on PostgreSQL $m: every table is empty, the case shows nothing"; return 1; }
+}
