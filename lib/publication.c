@@ -210,6 +210,7 @@ load_filters(PGconn *conn, const char *arr, struct pub_set *s, struct collist **
 	char *oids = oid_array(s);
 	const char *params[2] = {arr, oids};
 	bool *nofilter = xcalloc((size_t) s->n + 1, sizeof(bool));
+	int *nfilters = xcalloc((size_t) s->n + 1, sizeof(int));
 	struct buf *filters = xcalloc((size_t) s->n + 1, sizeof(struct buf));
 	struct pgerr err;
 	PGresult *res;
@@ -230,6 +231,7 @@ load_filters(PGconn *conn, const char *arr, struct pub_set *s, struct collist **
 	if (res == NULL)
 	{
 		free(nofilter);
+		free(nfilters);
 		free(filters);
 		return pub_query_failed("read the publications' row filters and column lists", &err);
 	}
@@ -247,7 +249,19 @@ load_filters(PGconn *conn, const char *arr, struct pub_set *s, struct collist **
 			nofilter[t] = true;
 		else if (r == 0 || strcmp(PQgetvalue(res, r, 0), PQgetvalue(res, r - 1, 0)) != 0 ||
 				 PQgetisnull(res, r - 1, 1) || strcmp(PQgetvalue(res, r, 1), PQgetvalue(res, r - 1, 1)) != 0)
-			buf_printf(&filters[t], "%s(%s)", filters[t].len ? " OR " : "", PQgetvalue(res, r, 1));
+		{
+			/* One filter as the server prints it, several each parenthesized. */
+			if (nfilters[t] == 1)
+			{
+				char *first = xstrdup(buf_cstr(&filters[t]));
+
+				buf_reset(&filters[t]);
+				buf_printf(&filters[t], "(%s)", first);
+				free(first);
+			}
+			buf_printf(&filters[t], nfilters[t] ? " OR (%s)" : "%s", PQgetvalue(res, r, 1));
+			nfilters[t]++;
+		}
 		for (int i = 0; i < *nlists; i++)
 			if ((*lists)[i].table == t &&
 				((*lists)[i].attrs == NULL) == PQgetisnull(res, r, 2) &&
@@ -276,6 +290,7 @@ load_filters(PGconn *conn, const char *arr, struct pub_set *s, struct collist **
 	}
 	free(filters);
 	free(nofilter);
+	free(nfilters);
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 
 load lib/cluster
 load lib/conformance
+load pgsync-helpers
 
 setup_file() {
 	local m pids=() status=0
@@ -75,3 +76,13 @@ conf_test() {
 @test "case 31: publish_generated_columns = stored: the generated column is copied and streamed (into a plain column on the target)" { conf_test 31; }
 @test "case 32: A generated column named in a column list (18) is published" { conf_test 32; }
 @test "case 33: Dropped columns, with a column list and without one, on two tables" { conf_test 33; }
+
+@test "pgsync bootstrap + run of three publications (FOR TABLES IN SCHEMA, row filters, a column list) with a least-privilege source role equals a subscription to them" {
+	local m ran=""
+	for m in $(conf_majors); do
+		((m >= 15)) || continue
+		conf_bootstrap_job "$m"
+		ran+=" $m"
+	done
+	[[ -n $ran ]] || skip "FOR TABLES IN SCHEMA, row filters and column lists need PostgreSQL 15"
+}

@@ -196,7 +196,7 @@ conf_subscribe() {
 # when its sync worker gets to it, so the workload must wait for that to
 # change nothing but what both sides stream.
 conf_subs_copied() {
-	(($(conf_psql "$(conf_tgt_url "$1" sub)" -c "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('s', 'r')") == 0))
+	(($(conf_psql "$(conf_tgt_url "$1" "${2:-sub}")" -c "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('s', 'r')") == 0))
 }
 
 conf_start() {
@@ -217,37 +217,20 @@ conf_work() {
 	done
 }
 
-# Every subscription of the major is ready and has applied up to LSN.
+# conf_subs_caught_up MAJOR LSN [DB [NAME]]: every subscription in DB (sub)
+# whose name is like NAME (sub_c%) is ready and has applied up to LSN.
 conf_subs_caught_up() {
-	local m=$1 lsn=$2 n
-	n=$(conf_psql "$(conf_tgt_url "$m" sub)" -c "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'") || return
+	local m=$1 lsn=$2 url like=${4:-sub\\_c%} n
+	url=$(conf_tgt_url "$m" "${3:-sub}")
+	n=$(conf_psql "$url" -c "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'") || return
 	((n == 0)) || return 1
 	# (a sender that just connected has no replay_lsn yet)
-	n=$(psql_at "src$m" -c "SELECT count(*) FROM pg_stat_replication WHERE application_name LIKE 'sub\_c%'
+	n=$(psql_at "src$m" -c "SELECT count(*) FROM pg_stat_replication WHERE application_name LIKE '$like'
 		AND (replay_lsn IS NULL OR replay_lsn < '$lsn')") || return
 	((n == 0)) || return 1
 	# every subscription has its sender: none is still connecting
-	[[ $(psql_at "src$m" -c "SELECT count(*) FROM pg_stat_replication WHERE application_name LIKE 'sub\_c%'") == \
-		$(conf_psql "$(conf_tgt_url "$m" sub)" -c "SELECT count(*) FROM pg_subscription") ]]
-}
-
-conf_sub_failing() {
-	(($(conf_psql "$1" -c "SELECT sync_error_count + apply_error_count FROM pg_stat_subscription_stats
-		WHERE subname = 'sub_c$2'") > 0))
-}
-
-# conf_refused MAJOR ID: a subscription CREATE SUBSCRIPTION accepted for a
-# combination its workers then refuse (15's column lists): wait for the
-# error, keep the server's words in sub.err, drop the subscription.
-conf_refused() {
-	local m=$1 id=$2 d url
-	d=$(conf_dir "$m" "$id")
-	url=$(conf_tgt_url "$m" sub)
-	wait_until 60 conf_sub_failing "$url" "$id"
-	grep -F "subscription \"sub_c$id\"" -A3 "$(cluster_dir "tgt$m")/log/postgresql.log" | grep ERROR >"$d/sub.err" || true
-	grep -h ERROR "$(cluster_dir "tgt$m")/log/postgresql.log" | grep -F "c$id." >>"$d/sub.err" || true
-	conf_psql "$url" -c "ALTER SUBSCRIPTION sub_c$id DISABLE" -c "DROP SUBSCRIPTION sub_c$id" >/dev/null
-	echo refused >"$d/sub.failed"
+	[[ $(psql_at "src$m" -c "SELECT count(*) FROM pg_stat_replication WHERE application_name LIKE '$like'") == \
+		$(conf_psql "$url" -c "SELECT count(*) FROM pg_subscription WHERE subname LIKE '$like'") ]]
 }
 
 conf_finish() {
@@ -323,4 +306,81 @@ conf_check() {
 		fi
 	done < <(conf_tables "$m" "$id" pgs)
 	((total > 0)) || { echo "case $id on PostgreSQL $m: every table is empty, the case shows nothing"; return 1; }
+}
+
+# conf_bootstrap_job MAJOR: pgsync bootstrap + run of a job of three
+# publications (FOR TABLES IN SCHEMA, row filters, a column list), its source
+# role holding only LOGIN, REPLICATION, CONNECT, USAGE and SELECT, against a
+# subscription to the same publications in the same run.
+conf_bootstrap_job() {
+	local m=$1 src tgt sub pgsdb t a b lsn
+	src="$(conf_src_url "$m" jb)" sub=$(conf_tgt_url "$m" jb_sub) pgsdb=$(conf_tgt_url "$m" jb_pgs)
+	psql_at "src$m" -c "CREATE DATABASE cjb"
+	psql_at "tgt$m" -c "CREATE DATABASE jb_sub" -c "CREATE DATABASE jb_pgs"
+	cat >"$BATS_FILE_TMPDIR/jb.ddl" <<'SQL'
+CREATE SCHEMA "Shop";
+CREATE SCHEMA sales;
+CREATE TABLE "Shop"."Customers" (id serial PRIMARY KEY, "Name" text NOT NULL);
+CREATE TABLE "Shop"."Addresses" (id bigserial PRIMARY KEY, customer int, "City" text);
+CREATE TABLE sales."Orders" (id bigserial, "Region" text, total numeric, PRIMARY KEY (id, "Region"));
+ALTER TABLE sales."Orders" REPLICA IDENTITY FULL;
+CREATE TABLE sales.notes (id serial PRIMARY KEY, body text, internal text);
+SQL
+	conf_psql "$src" -f "$BATS_FILE_TMPDIR/jb.ddl" >/dev/null
+	conf_psql "$sub" -f "$BATS_FILE_TMPDIR/jb.ddl" >/dev/null
+	conf_psql "$src" >/dev/null <<'SQL'
+INSERT INTO "Shop"."Customers" ("Name") SELECT 'c' || g FROM generate_series(1, 50) g;
+INSERT INTO "Shop"."Addresses" (customer, "City") SELECT g, 'city' || g FROM generate_series(1, 50) g;
+INSERT INTO sales."Orders" ("Region", total) SELECT CASE WHEN g % 3 = 0 THEN 'EU' ELSE 'US' END, g FROM generate_series(1, 90) g;
+INSERT INTO sales.notes (body, internal) SELECT 'b' || g, 'secret' FROM generate_series(1, 20) g;
+CREATE PUBLICATION jb_schema FOR TABLES IN SCHEMA "Shop";
+CREATE PUBLICATION jb_filter FOR TABLE sales."Orders" WHERE ("Region" = 'EU' OR total > 80);
+CREATE PUBLICATION jb_cols FOR TABLE sales.notes (id, body);
+CREATE ROLE jb_src LOGIN REPLICATION;
+GRANT CONNECT ON DATABASE cjb TO jb_src;
+GRANT USAGE ON SCHEMA "Shop", sales TO jb_src;
+GRANT SELECT ON ALL TABLES IN SCHEMA "Shop", sales TO jb_src;
+SQL
+	conf_psql "$sub" -c "CREATE SUBSCRIPTION sub_jb CONNECTION '$src' PUBLICATION jb_schema, jb_filter, jb_cols" >/dev/null
+	job_conf jb jb_slot 'jb_schema, jb_filter, jb_cols' 'Shop.Customers,Shop.Addresses,sales.Orders,sales.notes' >/dev/null
+	export SRC_URL="$src user=jb_src" TGT_URL=$pgsdb
+	run pgs jb check
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *'ok    source: sales."Orders" is published by jb_filter, rows where (("Region" = '"'EU'"'::text) OR (total > (80)::numeric))'$'\n'* ]]
+	[[ $output == *'ok    source: sales.notes is published by jb_cols, columns id, body'* ]]
+	[[ $output == *'ok    source: "Shop"."Customers" is published by jb_schema'* ]]
+	run pgs jb bootstrap
+	echo "$output"
+	[ "$status" -eq 0 ]
+	wait_until 120 conf_subs_copied "$m" jb_sub
+	conf_psql "$src" >/dev/null <<'SQL'
+INSERT INTO "Shop"."Customers" ("Name") VALUES ('new');
+UPDATE "Shop"."Addresses" SET "City" = 'moved' WHERE customer < 5;
+INSERT INTO sales."Orders" ("Region", total) VALUES ('EU', 1), ('US', 2), ('US', 500);
+UPDATE sales."Orders" SET "Region" = 'US' WHERE id = 3;
+UPDATE sales."Orders" SET "Region" = 'EU' WHERE id = 4;
+UPDATE sales.notes SET body = 'changed', internal = 'changed too' WHERE id < 4;
+DELETE FROM "Shop"."Customers" WHERE id = 2;
+DELETE FROM sales.notes WHERE id = 5;
+SQL
+	lsn=$(conf_psql "$src" -c "SELECT pg_current_wal_lsn()")
+	start_run jb
+	wait_until 120 conf_job_applied "$pgsdb" "$lsn"
+	wait_until 120 conf_subs_caught_up "$m" "$lsn" jb_sub sub_jb
+	stop_run
+	[ "$RUN_STATUS" -eq 0 ]
+	for t in Shop.Customers Shop.Addresses sales.Orders sales.notes; do
+		a=$(table_checksum "$sub" "$t") b=$(table_checksum "$pgsdb" "$t")
+		[[ $a == "$b" ]] || { echo "PostgreSQL $m: $t differs between the subscription and pgsync"; return 1; }
+	done
+	# the column list held: the unpublished column stayed empty on both
+	[ "$(conf_psql "$pgsdb" -c "SELECT count(*) FROM sales.notes WHERE internal IS NOT NULL")" -eq 0 ]
+	[ "$(conf_psql "$pgsdb" -c "SELECT count(*) FROM sales.\"Orders\"")" -eq \
+		"$(conf_psql "$src" -c "SELECT count(*) FROM sales.\"Orders\" WHERE \"Region\" = 'EU' OR total > 80")" ]
+	[ "$(conf_psql "$pgsdb" -c "SELECT count(*) FROM sales.\"Orders\"")" -lt 90 ]
+}
+
+conf_job_applied() {
+	[[ $(conf_psql "$1" -c "SELECT applied_lsn >= '$2' FROM pgsync.job WHERE job = 'jb'") == t ]]
 }
