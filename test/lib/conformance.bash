@@ -233,6 +233,25 @@ conf_subs_caught_up() {
 		$(conf_psql "$url" -c "SELECT count(*) FROM pg_subscription WHERE subname LIKE '$like'") ]]
 }
 
+conf_sub_failing() {
+	(($(conf_psql "$1" -c "SELECT sync_error_count + apply_error_count FROM pg_stat_subscription_stats
+		WHERE subname = 'sub_c$2'") > 0))
+}
+
+# conf_refused MAJOR ID: a subscription CREATE SUBSCRIPTION accepted for a
+# combination its workers then refuse (15's column lists): wait for the
+# error, keep the server's words in sub.err, drop the subscription.
+conf_refused() {
+	local m=$1 id=$2 d url log
+	d=$(conf_dir "$m" "$id")
+	url=$(conf_tgt_url "$m" sub)
+	log=$(cluster_dir "tgt$m")/log/postgresql.log
+	wait_until 60 conf_sub_failing "$url" "$id"
+	grep -h ERROR "$log" | grep -F "c$id." >"$d/sub.err" || true
+	conf_psql "$url" -c "ALTER SUBSCRIPTION sub_c$id DISABLE" -c "DROP SUBSCRIPTION sub_c$id" >/dev/null 2>&1
+	echo refused >"$d/sub.failed"
+}
+
 conf_finish() {
 	local m=$1 id d lsn pids=()
 	lsn=$(psql_at "src$m" -c "SELECT pg_current_wal_lsn()")
@@ -260,23 +279,54 @@ conf_finish() {
 # conf_phases MAJOR: every phase, each one's duration on stderr.
 conf_phases() {
 	local phase start
-	for phase in prepare start work finish; do
+	for phase in prepare start work finish collect; do
 		start=$SECONDS
 		"conf_$phase" "$1" || return
 		echo "PostgreSQL $1: $phase took $((SECONDS - start)) s" >&2
 	done
 }
 
-# conf_tables MAJOR ID DB: the case's tables in a target database.
-conf_tables() {
-	conf_psql "$(conf_tgt_url "$1" "$3")" -c "SELECT n.nspname || '.' || c.relname
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p') AND (n.nspname = 'c$2' OR n.nspname ~ '^c$2[a-z]\$') ORDER BY 1"
+# conf_sums URL: "schema.table|checksum|rows" for every table of the cases'
+# schemas (c07, c07b, c24Sales) in the database, sorted; the checksum as
+# table_checksum computes it, all in one session.
+conf_sums() {
+	conf_psql "$1" <<'SQL'
+SET TIME ZONE 'UTC';
+SET datestyle = 'ISO, MDY';
+SET intervalstyle = 'postgres';
+SET extra_float_digits = 3;
+SET bytea_output = 'hex';
+SELECT format($q$SELECT %L, coalesce(md5(string_agg(r, E'\n' ORDER BY r COLLATE "C")), md5('')),
+                        (SELECT count(*) FROM ONLY %I.%I)
+                   FROM (SELECT ROW(x.*)::text AS r FROM %I.%I x) s$q$,
+              n.nspname || '.' || c.relname, n.nspname, c.relname, n.nspname, c.relname)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relkind IN ('r', 'p') AND n.nspname ~ '^c[0-9]+'
+ ORDER BY n.nspname || '.' || c.relname COLLATE "C"
+\gexec
+SQL
+}
+
+# conf_case_sums ID FILE: the lines of FILE that are the case's tables.
+conf_case_sums() {
+	awk -F'|' -v id="$1" '{ s = $1; sub(/[.].*/, "", s) } s ~ ("^c" id "([^0-9].*)?$")' "$2"
+}
+
+# After the run: the checksums of both targets, and of the source of each
+# case whose oracle is the source.
+conf_collect() {
+	local m=$1 id
+	conf_sums "$(conf_tgt_url "$m" sub)" >"$(conf_dir "$m")/sums.sub"
+	conf_sums "$(conf_tgt_url "$m" pgs)" >"$(conf_dir "$m")/sums.pgs"
+	for id in $(conf_run_ids "$m"); do
+		conf_oracle_is_source "$id" "$m" || continue
+		conf_sums "$(conf_src_url "$m" "$id")" >"$(conf_dir "$m" "$id")/sums.source"
+	done
 }
 
 # conf_check ID MAJOR: the case's result, pgsync's target against the oracle.
 conf_check() {
-	local id=$1 m=$2 d err t a b total=0 rows oracle=sub
+	local id=$1 m=$2 d err got want total oracle=sub
 	d=$(conf_dir "$m" "$id")
 	err=$(conf_error "$id" "$m")
 	if [[ -n $err ]]; then
@@ -291,20 +341,18 @@ conf_check() {
 	[[ $(<"$d/copy.rc") == "0 0" ]] || { echo "copy: $(<"$d/copy.rc"): $(cat "$d/dump.err" "$d/apply.err")"; return 1; }
 	[[ $(<"$d/stream.rc") == "0 0" ]] || { echo "stream: $(<"$d/stream.rc"): $(cat "$d/walcat.err" "$d/apply.err")"; return 1; }
 	conf_oracle_is_source "$id" "$m" && oracle=source
-	while IFS= read -r t; do
-		if [[ $oracle == source ]]; then
-			a=$(table_checksum "$(conf_src_url "$m" "$id")" "$t")
-		else
-			a=$(table_checksum "$(conf_tgt_url "$m" sub)" "$t")
-		fi
-		b=$(table_checksum "$(conf_tgt_url "$m" pgs)" "$t")
-		rows=$(conf_psql "$(conf_tgt_url "$m" pgs)" -v s="${t%%.*}" -v t="${t#*.}" <<<'SELECT count(*) FROM ONLY :"s".:"t"')
-		total=$((total + rows))
-		if [[ $a != "$b" ]]; then
-			echo "case $id on PostgreSQL $m: $t differs from the $oracle ($rows rows in pgsync's target)"
-			return 1
-		fi
-	done < <(conf_tables "$m" "$id" pgs)
+	got=$(conf_case_sums "$id" "$(conf_dir "$m")/sums.pgs")
+	if [[ $oracle == source ]]; then
+		want=$(conf_case_sums "$id" "$d/sums.source")
+	else
+		want=$(conf_case_sums "$id" "$(conf_dir "$m")/sums.sub")
+	fi
+	if [[ $got != "$want" ]]; then
+		echo "case $id on PostgreSQL $m: pgsync's target differs from the $oracle (table|checksum|rows):"
+		diff <(echo "$want") <(echo "$got") || true
+		return 1
+	fi
+	total=$(awk -F'|' '{ n += $3 } END { print n + 0 }' <<<"$got")
 	((total > 0)) || { echo "case $id on PostgreSQL $m: every table is empty, the case shows nothing"; return 1; }
 }
 
