@@ -388,6 +388,7 @@ CREATE ROLE jb_src LOGIN REPLICATION;
 GRANT CONNECT ON DATABASE cjb TO jb_src;
 GRANT USAGE ON SCHEMA "Shop", sales TO jb_src;
 GRANT SELECT ON ALL TABLES IN SCHEMA "Shop", sales TO jb_src;
+GRANT SELECT ON ALL SEQUENCES IN SCHEMA "Shop", sales TO jb_src;
 SQL
 	conf_psql "$sub" -c "CREATE SUBSCRIPTION sub_jb CONNECTION '$src' PUBLICATION jb_schema, jb_filter, jb_cols" >/dev/null
 	job_conf jb jb_slot 'jb_schema, jb_filter, jb_cols' 'Shop.Customers,Shop.Addresses,sales.Orders,sales.notes' >/dev/null
