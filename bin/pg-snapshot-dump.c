@@ -662,6 +662,9 @@ main(int argc, char **argv)
 				  plan.tables[plan.parts[i].table].name, plan.parts[i].sql);
 
 	out = out_open(STDOUT_FILENO, (int) o.zstd_level);
+	/* A zstd frame per snapshot frame (at most --frame-size): the reader
+	 * verifies each before any of it is committed. */
+	out_set_frame_target(out, 0);
 	rec_header(&head, sys.sysid, sys.timeline, o.slot, o.position,
 			   "pg-snapshot-dump/" PGSYNC_VERSION, version);
 	rec_start(&head, REC_SNAPSHOT);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,12 @@ struct input {
 	char *raw;					/* compressed bytes waiting for decoding */
 	size_t rawcap, rawstart, rawend;
 	bool zframe_open;			/* inside a zstd frame: EOF now is truncation */
+	bool zheader_checked;		/* the open frame's header was looked at */
+	unsigned char zhead[5];		/* ... its first bytes */
+	uint64_t decoded;			/* bytes decoded into data, in all */
+	uint64_t verified;			/* ... of them in frames whose checksum matched */
+	bool failed;				/* a read or decoding error: sticky */
+	char err[256];
 	uint64_t lineno, bytes;
 };
 
@@ -84,6 +91,30 @@ read_some(int fd, char *p, size_t n)
 	}
 }
 
+static bool
+failure(struct input *in, const char *what, const char *why)
+{
+	snprintf(in->err, sizeof(in->err), "%s %s: %s", what, in->name, why);
+	in->failed = true;
+	return false;
+}
+
+/*
+ * A frame that carries no content checksum cannot be verified before its
+ * transactions are applied: refuse it. RFC 8878: a 4-byte magic, then the
+ * frame header descriptor, whose bit 2 says a checksum follows the last
+ * block. Looked at once the decoder accepted the header, so that garbage
+ * gets the decoder's own message.
+ */
+static bool
+zcheck_header(struct input *in)
+{
+	in->zheader_checked = true;
+	if (memcmp(in->zhead, "\x28\xB5\x2F\xFD", 4) == 0 && !(in->zhead[4] & 0x04))
+		return failure(in, "cannot verify", "a zstd frame has no content checksum (compress with --check)");
+	return true;				/* or a skippable frame */
+}
+
 /* Decode buffered compressed bytes into data; returns false on error. */
 static bool
 zdecode(struct input *in)
@@ -95,6 +126,16 @@ zdecode(struct input *in)
 		ZSTD_outBuffer zo;
 		size_t rc;
 
+		/* A frame starts here: keep its header for zcheck_header(). */
+		if (!in->zframe_open && !in->zheader_checked)
+		{
+			size_t k = in->rawend - in->rawstart < 5 ? in->rawend - in->rawstart : 5;
+
+			if (k < 5 && !in->eof)
+				return true;	/* wait for the whole descriptor */
+			memset(in->zhead, 0, sizeof(in->zhead));
+			memcpy(in->zhead, in->raw + in->rawstart, k);
+		}
 		if (!make_room(in, outsz))
 			return true;		/* caller sees the line is too long */
 		zo.dst = in->data + in->end;
@@ -102,13 +143,19 @@ zdecode(struct input *in)
 		zo.pos = 0;
 		rc = ZSTD_decompressStream(in->zd, &zo, &zi);
 		if (ZSTD_isError(rc))
-		{
-			log_error("cannot decompress %s: %s", in->name, ZSTD_getErrorName(rc));
+			return failure(in, "cannot decompress", ZSTD_getErrorName(rc));
+		if (!in->zheader_checked && !zcheck_header(in))
 			return false;
-		}
 		in->zframe_open = rc != 0;
 		in->rawstart = zi.pos;
 		in->end += zo.pos;
+		in->decoded += zo.pos;
+		/* The whole frame is decoded and its checksum matched. */
+		if (rc == 0)
+		{
+			in->verified = in->decoded;
+			in->zheader_checked = false;
+		}
 		if (zo.pos == 0 && zi.pos == zi.size)
 			break;
 		if (zo.pos > 0)
@@ -152,7 +199,7 @@ fill(struct input *in)
 
 		if (r < 0)
 		{
-			log_error("cannot read %s: %s", in->name, strerror(errno));
+			failure(in, "cannot read", strerror(errno));
 			return -1;
 		}
 		if (r == 0)
@@ -189,7 +236,7 @@ fill(struct input *in)
 
 	if (r < 0)
 	{
-		log_error("cannot read %s: %s", in->name, strerror(errno));
+		failure(in, "cannot read", strerror(errno));
 		return -1;
 	}
 	if (r == 0)
@@ -268,6 +315,8 @@ input_readahead(struct input *in)
 enum input_status
 input_next(struct input *in, const char **line, size_t *len, int timeout_ms)
 {
+	if (in->failed)
+		return IN_ERROR;
 	keep_room(in);
 	for (;;)
 	{
@@ -293,10 +342,7 @@ input_next(struct input *in, const char **line, size_t *len, int timeout_ms)
 		if (in->eof && (!in->zd || in->rawstart == in->rawend))
 		{
 			if (in->zd && in->zframe_open)
-			{
-				log_error("%s ends in the middle of a zstd frame", in->name);
 				return IN_TRUNCATED;
-			}
 			return in->end > in->start ? IN_TRUNCATED : IN_EOF;
 		}
 		if (timeout_ms >= 0 && !(in->zd && in->rawstart < in->rawend) &&
@@ -313,6 +359,34 @@ size_t
 input_max_line(const struct input *in)
 {
 	return in->max_line;
+}
+
+bool
+input_settled(const struct input *in)
+{
+	return in->zd == NULL || in->bytes <= in->verified;
+}
+
+bool
+input_settle(struct input *in)
+{
+	while (!input_settled(in))
+	{
+		/* Lines not yet returned: the frame goes on past what was read. */
+		if (in->failed || in->end > in->start)
+			return false;
+		if (in->rawstart == in->rawend && (in->eof || !readable(in->fd, 0)))
+			return false;
+		if (fill(in) <= 0)
+			return false;
+	}
+	return true;
+}
+
+const char *
+input_error(const struct input *in)
+{
+	return in->failed ? in->err : "";
 }
 
 uint64_t

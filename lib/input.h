@@ -7,6 +7,7 @@
 #ifndef PGSYNC_INPUT_H
 #define PGSYNC_INPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,7 +17,7 @@ enum input_status {
 	IN_AGAIN = 2,				/* no complete line within the timeout */
 	IN_TRUNCATED = 3,			/* input ended in the middle of a line */
 	IN_TOOLONG = 4,				/* a line exceeds the limit */
-	IN_ERROR = 5,				/* read or decompression error (message logged) */
+	IN_ERROR = 5,				/* read or decompression error (input_error() says which) */
 };
 
 struct input;
@@ -32,6 +33,19 @@ enum input_status input_next(struct input *in, const char **line, size_t *len,
 							 int timeout_ms);
 /* The longest line accepted (max_line of input_open()). */
 size_t input_max_line(const struct input *in);
+/*
+ * zstd input is a series of frames, each with a content checksum that is
+ * checked when the frame's end is decoded (a frame without one is an
+ * error). input_settled(): every line returned so far lies in a frame whose
+ * checksum matched (always true for plain input); a reader applies nothing
+ * before that. input_settle() decodes what can be read without blocking to
+ * get there (it may move the last line returned: call it between lines) and
+ * says whether it did; false while the frame goes on.
+ */
+bool input_settled(const struct input *in);
+bool input_settle(struct input *in);
+/* The one-line reason of IN_ERROR ("cannot decompress NAME: ..."). */
+const char *input_error(const struct input *in);
 /* Line number of the last line returned (1-based). */
 uint64_t input_lineno(const struct input *in);
 const char *input_name(const struct input *in);

@@ -9,6 +9,13 @@
 #include <zstd.h>
 
 #define OUT_BUFSZ (256 * 1024)
+/*
+ * A zstd frame ends at the first boundary after this much input (and at
+ * every flush at a boundary), so a reader verifies each frame's checksum
+ * before it applies anything in it, and never has more than about this much
+ * (plus one transaction or snapshot frame) not yet verified.
+ */
+#define OUT_FRAME_TARGET (1024 * 1024)
 
 struct out {
 	int fd;
@@ -19,6 +26,9 @@ struct out {
 	ZSTD_CCtx *zc;				/* NULL for plain output */
 	char *zbuf;
 	size_t zcap;
+	size_t frame_bytes;			/* input in the open zstd frame */
+	size_t frame_target;		/* end a frame at a boundary past this */
+	bool at_boundary;			/* nothing written since out_boundary() */
 };
 
 int
@@ -55,6 +65,7 @@ out_open(int fd, int zstd_level)
 
 	o->fd = fd;
 	o->buf = xmalloc(OUT_BUFSZ);
+	o->frame_target = OUT_FRAME_TARGET;
 	if (zstd_level > 0)
 	{
 		o->zc = ZSTD_createCCtx();
@@ -114,7 +125,11 @@ drain(struct out *o, ZSTD_EndDirective mode)
 	enum out_status st;
 
 	if (o->zc)
+	{
 		st = zwrite(o, o->buf, o->len, mode);
+		if (mode == ZSTD_e_end)
+			o->frame_bytes = 0;
+	}
 	else
 		st = o->len ? raw_write(o, o->buf, o->len) : OUT_OK;
 	o->len = 0;
@@ -127,6 +142,8 @@ out_write(struct out *o, const void *p, size_t n)
 	if (o->closed)
 		return OUT_CLOSED;
 	o->total += n;
+	o->frame_bytes += n;
+	o->at_boundary = false;
 	if (o->len + n <= OUT_BUFSZ)
 	{
 		memcpy(o->buf + o->len, p, n);
@@ -147,12 +164,30 @@ out_write(struct out *o, const void *p, size_t n)
 	return o->zc ? zwrite(o, p, n, ZSTD_e_continue) : raw_write(o, p, n);
 }
 
+void
+out_set_frame_target(struct out *o, size_t bytes)
+{
+	o->frame_target = bytes;
+}
+
+enum out_status
+out_boundary(struct out *o)
+{
+	o->at_boundary = true;
+	if (o->closed)
+		return OUT_CLOSED;
+	if (o->zc && o->frame_bytes > 0 && o->frame_bytes >= o->frame_target)
+		return drain(o, ZSTD_e_end);
+	return OUT_OK;
+}
+
 enum out_status
 out_flush(struct out *o)
 {
 	if (o->closed)
 		return OUT_CLOSED;
-	return drain(o, ZSTD_e_flush);
+	/* At a boundary the frame ends: the reader can verify and use it all. */
+	return drain(o, o->at_boundary && o->frame_bytes > 0 ? ZSTD_e_end : ZSTD_e_flush);
 }
 
 unsigned long long
@@ -170,7 +205,9 @@ out_pending(const struct out *o)
 enum out_status
 out_close(struct out *o, bool do_fsync)
 {
-	enum out_status st = o->closed ? OUT_CLOSED : drain(o, ZSTD_e_end);
+	/* No empty frame after the last one (an empty output still gets one). */
+	bool ended = o->zc && o->frame_bytes == 0 && o->len == 0 && o->total > 0;
+	enum out_status st = o->closed ? OUT_CLOSED : ended ? OUT_OK : drain(o, ZSTD_e_end);
 
 	if (st == OUT_OK && do_fsync && fsync(o->fd) != 0 && errno != EINVAL && errno != EROFS)
 	{

@@ -1,8 +1,13 @@
 /*
  * out.h - the one buffered writer every program uses for its output stream:
  * handles short writes and EINTR, optional zstd compression, and treats EPIPE
- * (the reader went away) as a quiet end. Flushing compressed output ends a
- * zstd block, so a reader can decode everything written so far.
+ * (the reader went away) as a quiet end.
+ *
+ * Compressed output is a series of independent zstd frames, each ending with
+ * a content checksum. A frame ends only at a boundary the caller marks with
+ * out_boundary() (between transactions, between snapshot frames): at the
+ * first one after about 1 MB, and at a flush right after one. So a reader
+ * can check a whole frame before applying any transaction in it.
  */
 #ifndef PGSYNC_OUT_H
 #define PGSYNC_OUT_H
@@ -19,7 +24,15 @@ struct out *out_open(int fd, int zstd_level);
 /* Refuse (false) when compressing to a terminal; call before writing. */
 bool out_tty_ok(int fd, int zstd_level);
 enum out_status out_write(struct out *o, const void *p, size_t n);
-/* Push everything buffered to the fd (and end a zstd block). */
+/*
+ * Everything written so far ends at a record boundary where a frame may end
+ * (no transaction or snapshot frame is open).
+ */
+enum out_status out_boundary(struct out *o);
+/* End frames at the first boundary past bytes instead (0: at every one). */
+void out_set_frame_target(struct out *o, size_t bytes);
+/* Push everything buffered to the fd: end the zstd frame when at a boundary,
+ * else a zstd block (decodable, not yet verifiable). */
 enum out_status out_flush(struct out *o);
 /* Bytes handed to out_write since open (uncompressed). */
 unsigned long long out_bytes(const struct out *o);

@@ -224,6 +224,25 @@ start_frame(struct reader *R, size_t nf)
 	return EXIT_DONE;
 }
 
+/*
+ * Is everything read so far in zstd frames whose checksum matched? A
+ * compressed snapshot must end a zstd frame after each snapshot frame (as
+ * pg-snapshot-dump -z does): what is loaded is then always verified first.
+ */
+static bool
+verified(struct reader *R)
+{
+	if (input_settle(R->in))
+		return true;
+	if (input_error(R->in)[0])
+		loader_fail(R->L, EXIT_RUNTIME, "%s (after line %llu)", input_error(R->in),
+					(unsigned long long) input_lineno(R->in));
+	else
+		malformed(R, "the compressed frame goes on past the end of a snapshot frame, so it cannot be "
+				  "verified before loading: decompress it first, or write it with pg-snapshot-dump -z");
+	return false;
+}
+
 static int
 end_frame(struct reader *R, const char *line, size_t len)
 {
@@ -236,6 +255,10 @@ end_frame(struct reader *R, const char *line, size_t len)
 	if (n != R->frame_rows)
 		return malformed(R, "ENDCOPY of %s.%s counts %llu rows, the frame has %llu", R->t->schema,
 						 R->t->name, (unsigned long long) n, (unsigned long long) R->frame_rows);
+	/* The frame's last chunk makes a worker commit it: only once the
+	 * compressed frame around it is verified. */
+	if (!verified(R))
+		return EXIT_UNSUPPORTED;
 	R->cur->last = true;
 	R->cur->nrows = R->frame_rows;
 	R->cur->nbytes = R->frame_bytes;
@@ -260,6 +283,8 @@ table_done(struct reader *R, size_t nf)
 		return malformed(R, "malformed TABLEDONE record: expected schema, table, rows and bytes");
 	if ((rc = lookup_table(R, &R->f[1], &t)) != EXIT_DONE)
 		return rc;
+	if (!verified(R))
+		return EXIT_UNSUPPORTED;
 	if (t->tabledone)
 		return malformed(R, "second TABLEDONE for %s.%s", t->schema, t->name);
 	if (rows != t->rows || bytes != t->bytes)
@@ -332,7 +357,7 @@ read_section(struct reader *R, lsn_t start, lsn_t *position)
 		}
 		if (st != IN_LINE)
 		{
-			loader_fail(R->L, EXIT_RUNTIME, "%s:%llu: cannot read the stream", R->L->input,
+			loader_fail(R->L, EXIT_RUNTIME, "%s (after line %llu)", input_error(R->in),
 				 (unsigned long long) input_lineno(R->in));
 			return EXIT_RUNTIME;
 		}
@@ -382,7 +407,7 @@ read_section(struct reader *R, lsn_t start, lsn_t *position)
 				return malformed(R, "malformed SNAPSHOTDONE record: expected a position");
 			if (*position != start)
 				return malformed(R, "SNAPSHOTDONE position differs from its SNAPSHOT");
-			return EXIT_DONE;
+			return verified(R) ? EXIT_DONE : EXIT_UNSUPPORTED;
 		}
 		else if (field_is_name(&R->f[0]))
 			return malformed(R, "unexpected %.*s record inside the snapshot section",

@@ -418,6 +418,9 @@ writer_put(struct snaprun *r, const char *p, size_t n, bool flush)
 {
 	enum out_status st = n ? out_write(r->out, p, n) : OUT_OK;
 
+	/* Whole frames and records only: a compressed frame may end here. */
+	if (st == OUT_OK)
+		st = out_boundary(r->out);
 	if (st == OUT_OK && flush)
 		st = out_flush(r->out);
 	if (st == OUT_CLOSED)

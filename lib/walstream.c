@@ -98,6 +98,9 @@ drain(struct walstream *ws)
 		st = out_write(ws->out, ws->rb.data, ws->rb.len);
 		buf_reset(&ws->rb);
 	}
+	/* Between transactions a compressed frame may end here. */
+	if (st == OUT_OK && !ws->in_txn)
+		st = out_boundary(ws->out);
 	return out_status(ws, st);
 }
 

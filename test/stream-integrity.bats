@@ -203,3 +203,153 @@ real_stream() {
 	done
 	((tried > 60 && rejected > 0))
 }
+
+# zstd_frames FILE: "START END" byte offsets of each zstd frame (RFC 8878).
+zstd_frames() {
+	od -An -v -tu1 "$1" | awk '
+		{ for (i = 1; i <= NF; i++) b[n++] = $i }
+		END {
+			p = 0
+			while (p < n) {
+				s = p; fhd = b[p + 4]; p += 5
+				single = int(fhd / 32) % 2; fcs = int(fhd / 64); did = fhd % 4
+				if (!single) p++
+				p += (did == 3 ? 4 : did)
+				p += (fcs == 0 ? single : (fcs == 1 ? 2 : (fcs == 2 ? 4 : 8)))
+				do {
+					h = b[p] + b[p + 1] * 256 + b[p + 2] * 65536; p += 3
+					type = int(h / 2) % 4; size = int(h / 8)
+					p += (type == 1 ? 1 : size)
+				} while (h % 2 == 0)
+				if (int(fhd / 4) % 2) p += 4
+				print s, p
+			}
+		}'
+}
+
+@test "200 seeded bit flips of a -z archive: the result is the source's, or nothing of the damaged frame is applied" {
+	local dir=$BATS_TEST_TMPDIR/z start="" seg
+	mkdir "$dir"
+	psql_at pg -c "CREATE TABLE zb (id int PRIMARY KEY, v text)"
+	q "CREATE TABLE zb (id int PRIMARY KEY, v text)"
+	psql_at pg -c "SELECT pg_create_logical_replication_slot('zb_slot', 'pgoutput')" >/dev/null
+	# Three runs of pg-walcat -z (so at least three frames), concatenated;
+	# eight rows of 20 kB of hex each, so a frame holds more than one zstd
+	# block and more than a reader decodes at once: its checksum comes
+	# after transactions a careless reader would already have committed.
+	for seg in 1 2 3; do
+		for i in 1 2 3 4 5 6 7 8; do
+			psql_at pg -c "INSERT INTO zb SELECT $((seg * 10 + i)), string_agg(md5(random()::text), '') FROM generate_series(1, 640)"
+		done
+		pg-walcat -d "$pg_URL" --slot zb_slot --publication pub --endpos now ${start:+--start "$start"} -z \
+			>"$dir/seg$seg.zst" 2>/dev/null
+		start=$(zstd -dc "$dir/seg$seg.zst" | awk -F'\t' '$1 == "END" { print $2 }')
+		[ -n "$start" ]
+	done
+	cat "$dir/seg1.zst" "$dir/seg2.zst" "$dir/seg3.zst" >"$dir/all.zst"
+	local size
+	size=$(stat -c %s "$dir/all.zst")
+	# Each frame: its end offset and how many rows the frames up to it hold.
+	local -a fend frows
+	local fs fe total=0 nframes=0
+	while read -r fs fe; do
+		total=$((total + $(dd if="$dir/all.zst" bs=1 skip="$fs" count=$((fe - fs)) status=none | zstd -dc | grep -c '^INSERT' || true)))
+		fend+=("$fe") frows+=("$total")
+		nframes=$((nframes + 1))
+	done < <(zstd_frames "$dir/all.zst")
+	[ "${fend[nframes - 1]}" = "$size" ]
+	[ "$total" = 24 ]
+	((nframes >= 3))
+	pg-apply -d "$tgt_URL" --job zb_clean "$dir/all.zst"
+	local want
+	want=$(q "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM zb")
+	[ "$(psql_at pg -c "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM zb")" = "$want" ]
+	q "TRUNCATE zb"
+	local -a rows_want
+	IFS=, read -r -a rows_want <<<"$want"
+	# 200 (offset, bit) pairs from a fixed seed.
+	local n=0 off bit status got allowed j k prefix same=0 checksum=0 decomp=0 malformed=0 truncated=0 other=0
+	RANDOM=15
+	while ((n < 200)); do
+		n=$((n + 1))
+		off=$(((RANDOM * 32768 + RANDOM) % size)) bit=$((RANDOM % 8))
+		cp "$dir/all.zst" "$dir/f.zst"
+		printf "$(printf '\\%03o' $(($(od -An -tu1 -j "$off" -N1 "$dir/all.zst") ^ (1 << bit))))" |
+			dd of="$dir/f.zst" bs=1 seek="$off" conv=notrunc status=none
+		status=0
+		pg-apply -d "$tgt_URL" --job "zb_$n" --max-batch-bytes 1 "$dir/f.zst" 2>"$dir/err" || status=$?
+		got=$(q "SELECT coalesce(string_agg(id || ':' || v, ',' ORDER BY id), '') FROM zb")
+		q "TRUNCATE zb"
+		if [ "$status" -eq 0 ]; then
+			[ "$got" = "$want" ] || { echo "flip $n (byte $off bit $bit): exit 0 with other rows"; return 1; }
+			same=$((same + 1))
+			continue
+		fi
+		[ "$(wc -l <"$dir/err")" = 1 ] || { echo "flip $n: more than one line: $(<"$dir/err")"; return 1; }
+		case $(<"$dir/err") in
+			*"checksum"*) checksum=$((checksum + 1)) ;;
+			*"cannot decompress"* | *"cannot verify"*) decomp=$((decomp + 1)) ;;
+			*"truncated"*) truncated=$((truncated + 1)) ;;
+			*) [ "$status" -eq 5 ] && malformed=$((malformed + 1)) || other=$((other + 1)) ;;
+		esac
+		# Only the rows of the frames before the damaged one, exactly as the
+		# source has them, may have been applied.
+		allowed=0
+		for ((k = 0; k < nframes; k++)); do
+			((off >= fend[k])) && allowed=${frows[k]}
+		done
+		prefix=""
+		for ((j = 0; j <= allowed; j++)); do
+			[ "$got" = "$prefix" ] && break
+			((j < allowed)) && prefix=${prefix:+$prefix,}${rows_want[j]}
+		done
+		[ "$got" = "$prefix" ] ||
+			{ echo "flip $n (byte $off bit $bit, exit $status): rows beyond the $allowed of the frames before the damaged one: $(<"$dir/err")"; return 1; }
+	done
+	echo "# -z archive of $size bytes in $nframes frames, 200 seeded bit flips: identical result $same; rejected: checksum mismatch $checksum, other zstd error $decomp, malformed text $malformed, truncated $truncated, other $other" >&3
+	((other == 0))
+}
+
+@test "a pg-snapshot-dump -z snapshot: each snapshot frame is verified before it is loaded; one big frame is refused" {
+	local dir=$BATS_TEST_TMPDIR/s
+	mkdir "$dir"
+	psql_at pg -c "CREATE TABLE snz (id int PRIMARY KEY, v text)" \
+		-c "INSERT INTO snz SELECT i, md5(i::text) || md5((i * 7)::text) FROM generate_series(1, 4000) i"
+	q "CREATE TABLE snz (id int PRIMARY KEY, v text)"
+	pg-snapshot-dump -d "$pg_URL" --own-snapshot --table public.snz --frame-size 64kB -z >"$dir/snap.zst" 2>/dev/null
+	local want got size fs fe total=0 nframes=0
+	local -a fend frows
+	want=$(psql_at pg -c "SELECT md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM snz")
+	while read -r fs fe; do
+		total=$((total + $(dd if="$dir/snap.zst" bs=1 skip="$fs" count=$((fe - fs)) status=none | zstd -dc | grep -c '^ROW' || true)))
+		fend+=("$fe") frows+=("$total")
+		nframes=$((nframes + 1))
+	done < <(zstd_frames "$dir/snap.zst")
+	((nframes >= 4))
+	[ "$total" = 4000 ]
+	pg-apply -d "$tgt_URL" --job snz_ok "$dir/snap.zst"
+	[ "$(q "SELECT md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM snz")" = "$want" ]
+	# A flipped bit in the third frame: what loaded is a correct part of the
+	# frames before it, and no more.
+	q "DROP TABLE snz; CREATE TABLE snz (id int PRIMARY KEY, v text)"
+	size=$(stat -c %s "$dir/snap.zst")
+	local off=$(((fend[1] + fend[2]) / 2)) rc=0
+	cp "$dir/snap.zst" "$dir/bad.zst"
+	printf '\x55' | dd of="$dir/bad.zst" bs=1 seek="$off" conv=notrunc status=none
+	cmp -s "$dir/snap.zst" "$dir/bad.zst" && printf '\xAA' | dd of="$dir/bad.zst" bs=1 seek="$off" conv=notrunc status=none
+	run --separate-stderr pg-apply -d "$tgt_URL" --job snz_bad "$dir/bad.zst"
+	[ "$status" -ne 0 ]
+	[ "$(q "SELECT count(*) FROM snz")" -le "${frows[1]}" ]
+	psql_at pg -c "COPY (SELECT id, v FROM snz ORDER BY id) TO STDOUT" >"$dir/src"
+	q "COPY (SELECT id, v FROM snz ORDER BY id) TO STDOUT" >"$dir/tgt"
+	[ -z "$(comm -13 "$dir/src" "$dir/tgt")" ]
+	[ -z "$(q "SELECT applied_lsn FROM pgsync.job WHERE job = 'snz_bad'")" ] ||
+		[ "$(q "SELECT applied_lsn FROM pgsync.job WHERE job = 'snz_bad'")" = 0/0 ]
+	# Recompressed as one frame, it cannot be verified frame by frame.
+	q "DROP TABLE snz; CREATE TABLE snz (id int PRIMARY KEY, v text)"
+	zstd -dc "$dir/snap.zst" | zstd -q --check >"$dir/one.zst"
+	run --separate-stderr pg-apply -d "$tgt_URL" --job snz_one "$dir/one.zst"
+	[ "$status" -eq 5 ]
+	[[ $stderr == *"cannot be verified before loading: decompress it first, or write it with pg-snapshot-dump -z"* ]]
+	[ "$(q "SELECT count(*) FROM snz")" = 0 ]
+}

@@ -6,6 +6,7 @@
  */
 #include "unit.h"
 #include "input.h"
+#include "out.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -109,9 +110,101 @@ test_full_buffer(void)
 	close(p[0]);
 }
 
+/* Compressed input through out.c: frame boundaries, checksums, settling. */
+static int
+tmpfd(void)
+{
+	char path[] = "/tmp/input_test.XXXXXX";
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
+static void
+test_zstd_frames(void)
+{
+	int fd = tmpfd();
+	struct out *o = out_open(fd, 3);
+	struct input *in;
+	const char *line;
+	size_t len, first, size;
+	char *bytes;
+	int tried = 0, errors = 0;
+
+	out_write(o, "one\n", 4);
+	out_boundary(o);
+	out_flush(o);				/* at a boundary: the frame ends */
+	first = (size_t) lseek(fd, 0, SEEK_CUR);
+	out_write(o, "two\n", 4);
+	out_flush(o);				/* not at a boundary: the frame goes on */
+	out_write(o, "three\n", 6);
+	out_close(o, false);
+	size = (size_t) lseek(fd, 0, SEEK_END);
+	bytes = malloc(size);
+	CHECK(pread(fd, bytes, size, 0) == (ssize_t) size);
+	/* Two frames, each with a checksum: FLG bit 2 of each header. */
+	CHECK((unsigned char) bytes[0] == 0x28 && (bytes[4] & 0x04));
+	CHECK((unsigned char) bytes[first] == 0x28 && (bytes[first + 4] & 0x04));
+
+	lseek(fd, 0, SEEK_SET);
+	in = input_open(fd, "z", 1 << 20);
+	CHECK(input_next(in, &line, &len, -1) == IN_LINE && len == 3);
+	CHECK(input_settle(in));
+	CHECK(input_next(in, &line, &len, -1) == IN_LINE && len == 3);
+	CHECK(input_next(in, &line, &len, -1) == IN_LINE && len == 5);
+	CHECK(input_settle(in));
+	CHECK(input_next(in, &line, &len, -1) == IN_EOF);
+	input_close(in);
+
+	/* Every bit of the second frame flipped: no line of it is ever settled
+	 * unless the result is the original, and an error is one line. */
+	for (size_t i = first; i < size; i++)
+		for (int bit = 0; bit < 8; bit++)
+		{
+			int g = tmpfd();
+			bool wrong = false;
+			enum input_status st;
+			char got[16] = "";
+
+			bytes[i] ^= (char) (1 << bit);
+			CHECK(write(g, bytes, size) == (ssize_t) size);
+			bytes[i] ^= (char) (1 << bit);
+			lseek(g, 0, SEEK_SET);
+			in = input_open(g, "z", 1 << 20);
+			CHECK(input_next(in, &line, &len, -1) == IN_LINE);
+			while ((st = input_next(in, &line, &len, -1)) == IN_LINE)
+			{
+				if (strlen(got) + len + 1 < sizeof(got))
+					snprintf(got + strlen(got), sizeof(got) - strlen(got), "%.*s,", (int) len, line);
+				else
+					wrong = true;
+			}
+			/* Settled at the end: the frame checked out, so it is the original. */
+			if (st == IN_EOF && input_settle(in))
+				wrong |= strcmp(got, "two,three,") != 0;
+			else
+			{
+				errors++;
+				CHECK(st != IN_EOF);
+				if (st == IN_ERROR)
+					CHECK(strstr(input_error(in), " z: ") != NULL && strchr(input_error(in), '\n') == NULL);
+			}
+			CHECK(!wrong);
+			tried++;
+			input_close(in);
+			close(g);
+		}
+	CHECK(tried > 100 && errors > tried / 2);
+	free(bytes);
+	close(fd);
+}
+
 int
 main(void)
 {
+	test_zstd_frames();
 	test_order_and_eof(false);
 	test_order_and_eof(true);
 	test_full_buffer();
