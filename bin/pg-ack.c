@@ -4,6 +4,7 @@
  * moves a slot backwards and never past what the source has flushed, and it
  * refuses a position whose checkpoint file names another source or slot.
  */
+#include "argsecret.h"
 #include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
@@ -93,7 +94,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	{
 		switch (c)
 		{
-			case 'd': o->conninfo = optarg; break;
+			case 'd':
+				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
+					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
+				break;
 			case 's': o->slot = optarg; break;
 			case 'l': o->lsn_arg = optarg; break;
 			case 'f': o->from = optarg; break;

@@ -6,6 +6,7 @@
  */
 #include "applier.h"
 #include "applysession.h"
+#include "argsecret.h"
 #include "catalog.h"
 #include "checkpoint.h"
 #include "common.h"
@@ -1054,7 +1055,10 @@ parse_options(int argc, char **argv)
 
 		switch (c)
 		{
-			case 'd': A.conninfo = optarg; break;
+			case 'd':
+				if ((A.conninfo = argsecret_conninfo(optarg)) == NULL)
+					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
+				break;
 			case OPT_JOB:
 				if (optarg[0] == '\0' || strlen(optarg) >= sizeof(A.job))
 					bad = "--job";

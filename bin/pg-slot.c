@@ -5,6 +5,7 @@
  * closes or it is told to stop: the calling shell holds the snapshot exactly
  * as long as it keeps that pipe open.
  */
+#include "argsecret.h"
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
@@ -104,7 +105,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	{
 		switch (c)
 		{
-			case 'd': o->conninfo = optarg; break;
+			case 'd':
+				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
+					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
+				break;
 			case 's': o->slot = optarg; break;
 			case OPT_IF_NOT_EXISTS: o->if_not_exists = true; break;
 			case OPT_IF_EXISTS: o->if_exists = true; break;

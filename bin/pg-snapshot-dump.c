@@ -5,6 +5,7 @@
  * or block ranges. The snapshot is all-or-nothing: on any error, timeout or
  * signal the stream ends without SNAPSHOTDONE and the exit status is 1.
  */
+#include "argsecret.h"
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
@@ -148,7 +149,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	{
 		switch (c)
 		{
-			case 'd': o->conninfo = optarg; break;
+			case 'd':
+				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
+					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
+				break;
 			case OPT_SNAPSHOT:
 				if (optarg[0] == '\0')
 					usage_error("--snapshot needs a snapshot name");

@@ -4,6 +4,7 @@
  * the source is told only what the downstream's --ack-file says is durable.
  * Reconnects with backoff, resuming from the last acknowledged position.
  */
+#include "argsecret.h"
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
@@ -157,7 +158,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	{
 		switch (c)
 		{
-			case 'd': o->conninfo = optarg; break;
+			case 'd':
+				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
+					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
+				break;
 			case 'S': o->slot = optarg; break;
 			case 'P': o->pubs_arg = optarg; break;
 			case OPT_START:

@@ -23,6 +23,13 @@ teardown_file() {
 	cluster_stop_all
 }
 
+# A failed test must not leave what it started in the background running.
+teardown() {
+	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
+		kill -9 $(<"$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
+	fi
+}
+
 src() { psql_at src "$@"; }
 tgt() { psql_at tgt "$@"; }
 
@@ -258,4 +265,52 @@ same_rows() {
 	[ "$status" -eq 5 ]
 	[[ $stderr == *"fuzz-relation-identity-nul.pgcs:2: malformed replica identity in RELATION"* ]]
 	[ "$(tgt -c "SELECT count(*) FROM fz_users WHERE id = 3")" = 0 ]
+}
+
+@test "an invalid connection string is a usage error (exit 2) in every program, without echoing it" {
+	local p
+	for p in "pg-apply" "pg-walcat --slot s --publication p" "pg-ack --slot s --lsn 0/1" \
+		"pg-slot show --slot s" "pg-snapshot-dump --own-snapshot --table public.t"; do
+		run --separate-stderr $p -d "host=x password=hunter2 bogus"
+		[ "$status" -eq 2 ] || { echo "$p: exit $status: $stderr"; return 1; }
+		[[ $stderr == *"error: invalid connection string given to -d"* ]] || { echo "$p: $stderr"; return 1; }
+		[[ $stderr != *hunter2* ]]
+	done
+}
+
+# cmdline PID: the process's command line as ps shows it.
+cmdline() {
+	tr '\0' ' ' <"/proc/$1/cmdline"
+}
+
+@test "the password of -d is blanked in the program's own command line; the connection still works" {
+	local fifo=$BATS_TEST_TMPDIR/in pid line
+	mkfifo "$fifo"
+	pg-apply -d "$tgt_URL password=hunter2" --job pw_job <"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	echo "$pid" >>"$BATS_TEST_TMPDIR/pids"
+	exec 7>"$fifo"
+	printf 'PGCS\t1\t9\t1\t-\t0/100\n' >&7
+	wait_until 10 bash -c "[ \"\$(psql -X -qAt -d '$tgt_URL' -c \"SELECT count(*) FROM pgsync.job WHERE job = 'pw_job'\")\" = 1 ]"
+	line=$(cmdline "$pid")
+	[[ $line != *hunter2* ]] || { echo "visible: $line"; return 1; }
+	[[ $line == *"password=*******"* ]]
+	exec 7>&-
+	wait "$pid"
+	# A URL, in pg-walcat while it streams.
+	src -c "SELECT pg_create_logical_replication_slot('pw_slot', 'pgoutput')" >/dev/null
+	local url host port
+	host=$(src -c "SHOW unix_socket_directories" | cut -d, -f1)
+	port=$(src -c "SHOW port")
+	url="postgresql://$(src -c "SELECT current_user"):hunter2@/postgres?host=$host&port=$port"
+	pg-walcat -d "$url" --slot pw_slot --publication bi_pub >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	echo "$pid" >>"$BATS_TEST_TMPDIR/pids"
+	wait_until 10 bash -c "[ \"\$(psql -X -qAt -d '$src_URL' -c \"SELECT active FROM pg_replication_slots WHERE slot_name = 'pw_slot'\")\" = t ]"
+	line=$(cmdline "$pid")
+	[[ $line != *hunter2* ]] || { echo "visible: $line"; return 1; }
+	[[ $line == *":*******@"* ]]
+	kill -TERM "$pid"
+	wait "$pid"
+	src -c "SELECT pg_drop_replication_slot('pw_slot')" >/dev/null
 }
