@@ -177,7 +177,9 @@ write_checkpoint(bool force)
 	struct checkpoint cp;
 	char err[512];
 
-	if (A.checkpoint_path == NULL || !A.job_ready)
+	/* Nothing applied yet on a new job: no file, which every reader takes
+	 * as "nothing confirmed" (a 0/0 one would read as a slot gone past it). */
+	if (A.checkpoint_path == NULL || !A.job_ready || A.durable == LSN_INVALID)
 		return;
 	if (A.cp_ever && A.cp_written == A.durable)
 		return;

@@ -961,6 +961,26 @@ EOF
 	[ "$(applied_lsn sgt_slot)" = 0/210 ]
 }
 
+@test "SIGTERM before the first commit of a new job writes no checkpoint file (never 0/0)" {
+	q "CREATE TABLE sgn (id int PRIMARY KEY)"
+	local pid
+	apply_on_fifo --checkpoint "$BATS_TEST_TMPDIR/cp"
+	pgcs /dev/fd/7 <<EOF
+PGCS→1→35→1→sgn_slot→0/100
+RELATION→public→sgn→1→d→1→id→23→-1→k
+BEGIN→1→0/200→$T0
+INSERT→public→sgn→1
+EOF
+	wait_until 10 q_is "SELECT count(*) FROM pgsync.job WHERE job = 'sgn_slot'" 1
+	kill -TERM "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	exec 7>&-
+	[ "$rc" -eq 0 ]
+	[ ! -e "$BATS_TEST_TMPDIR/cp" ]
+	[ "$(q "SELECT count(*) FROM sgn")" = 0 ]
+}
+
 @test "SIGTERM while a statement waits on a lock cancels it, rolls the batch back and exits 0" {
 	q "CREATE TABLE lk (id int PRIMARY KEY, v int); INSERT INTO lk VALUES (1, 0)"
 	local pid locker rc=0
