@@ -32,6 +32,14 @@
 #define BASELINE_BYTES (10 * MIB)		/* runtime baseline of the budget */
 #define MESSAGE_CAP (32 * MIB)			/* derived max_message_bytes cap */
 #define MESSAGE_FLOOR MIB				/* a derived limit below this is useless */
+/*
+ * How many times the largest message can be in memory at once, measured:
+ * pg-walcat holds libpq's receive buffer (it grows by doubling to hold a
+ * whole message, before anyone can look at its size), the copy libpq
+ * returns and the encoded record, about 3 x; pg-apply the line, its
+ * statement parameters and libpq's send buffer, about 3 x.
+ */
+#define MESSAGE_COPIES 6
 #define MAX_ERRORS 20
 #define MAX_LINE 65536
 
@@ -71,7 +79,7 @@ static struct key keys[] = {
 	K("resources.max_batch_bytes", T_SIZE, "16MB", 64 * 1024, UINT64_C(1) << 40, NULL),
 	K("resources.max_parallel_copies", T_INT, "4", 1, 64, NULL),
 	K("resources.buffer_size_kb", T_INT, "1024", 8, 1048576, NULL),
-	K("resources.memory_budget_mb", T_INT, "256", 16, 16777216, NULL),
+	K("resources.memory_budget_mb", T_INT, "336", 16, 16777216, NULL),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -527,24 +535,24 @@ finish(void)
 
 	if (msg->line == 0)
 	{
-		uint64_t room = total > fixed ? (total - fixed) / 2 : 0;
+		uint64_t room = total > fixed ? (total - fixed) / MESSAGE_COPIES : 0;
 
 		if (room < MESSAGE_FLOOR)
 		{
-			cfg_error(blame, "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
-					  (unsigned long long) budget->num,
-					  (unsigned long long) ((fixed + 2 * MESSAGE_FLOOR + MIB - 1) / MIB));
+			cfg_error(blame, "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
+					  (unsigned long long) budget->num, MESSAGE_COPIES,
+					  (unsigned long long) ((fixed + MESSAGE_COPIES * MESSAGE_FLOOR + MIB - 1) / MIB));
 			return;
 		}
 		msg->num = room < MESSAGE_CAP ? room : MESSAGE_CAP;
 		set_num(msg, msg->num, "");
 		return;
 	}
-	if (fixed + 2 * msg->num > total)
+	if (fixed + MESSAGE_COPIES * msg->num > total)
 		cfg_error(blame ? blame : msg->line,
-				  "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x max_message_bytes + 10 MiB = %llu MiB",
-				  (unsigned long long) budget->num,
-				  (unsigned long long) ((fixed + 2 * msg->num + MIB - 1) / MIB));
+				  "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x max_message_bytes + 10 MiB = %llu MiB",
+				  (unsigned long long) budget->num, MESSAGE_COPIES,
+				  (unsigned long long) ((fixed + MESSAGE_COPIES * msg->num + MIB - 1) / MIB));
 }
 
 /* The state directory: configured (relative to the file's directory) or

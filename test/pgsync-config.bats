@@ -33,14 +33,14 @@ conf() {
 	[[ $output == *"safety.wal_retention_action = warn  # default"* ]]
 	[[ $output == *"resources.snapshot_timeout = 21600000ms  # default"* ]]
 	[[ $output == *"resources.max_parallel_copies = 4  # default"* ]]
-	[[ $output == *"resources.memory_budget_mb = 256  # default"* ]]
+	[[ $output == *"resources.memory_budget_mb = 336  # default"* ]]
 }
 
 @test "max_message_bytes unset is derived from the budget and capped at 32 MiB" {
 	run pgsync-config -c base.conf
 	[[ $output == *"resources.max_message_bytes = 33554432  # derived"* ]]
-	# 132 MiB budget: (132 - 64 - 3 x 16 - 8 - 10) MiB / 2 = 1 MiB.
-	conf "resources.memory_budget_mb = 132"
+	# 136 MiB budget: (136 - 64 - 3 x 16 - 8 - 10) MiB / 6 = 1 MiB.
+	conf "resources.memory_budget_mb = 136"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"resources.max_message_bytes = 1048576  # derived"* ]]
@@ -50,15 +50,15 @@ conf() {
 	conf "resources.max_inflight_bytes = 200MB" "resources.memory_budget_mb = 220"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:6: resources.memory_budget_mb = 220 does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 268 MiB" ]
+	[ "$output" = "pgsync-config: error: test.conf:6: resources.memory_budget_mb = 220 does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 272 MiB" ]
 }
 
-@test "an explicit max_message_bytes is counted twice in the budget" {
+@test "an explicit max_message_bytes is counted six times in the budget" {
 	conf "resources.max_message_bytes = 100MB"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:5: resources.memory_budget_mb = 256 does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 2 x max_message_bytes + 10 MiB = 330 MiB" ]
-	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 330"
+	[ "$output" = "pgsync-config: error: test.conf:5: resources.memory_budget_mb = 336 does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x max_message_bytes + 10 MiB = 730 MiB" ]
+	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 730"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"resources.max_message_bytes = 104857600"* ]]
