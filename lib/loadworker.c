@@ -93,14 +93,27 @@ redact_values(struct pgerr *err)
 	memcpy(err->msg, msg, sizeof(msg));
 }
 
-/* The row of a COPY error ("COPY t, line 3, column ..."), 0 when none. */
+/*
+ * The row of a COPY error ("COPY t, line 3, column ..."), 0 when none. Only
+ * the COPY context line counts: an input function may add its own first,
+ * such as "JSON data, line 1: ..." for a bad json value.
+ */
 static uint64_t
 copy_error_row(const PGresult *res)
 {
 	const char *ctx = res ? PQresultErrorField(res, PG_DIAG_CONTEXT) : NULL;
-	const char *l = ctx ? strstr(ctx, ", line ") : NULL;
 
-	return l ? strtoull(l + 7, NULL, 10) : 0;
+	for (const char *p = ctx; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+	{
+		const char *eol = strchr(p, '\n'), *l;
+
+		if (strncmp(p, "COPY ", 5) != 0)
+			continue;
+		l = strstr(p, ", line ");
+		if (l && (eol == NULL || l < eol))
+			return strtoull(l + 7, NULL, 10);
+	}
+	return 0;
 }
 
 void

@@ -612,6 +612,25 @@ EOF
 	[ "$(head -1 "$BATS_TEST_TMPDIR/cp")" = 0/1A01F50 ]
 }
 
+@test "a bad json value in a snapshot frame is reported at its own line, not at the json's line 1" {
+	q "CREATE TABLE sjs (id int PRIMARY KEY, j json)"
+	run --separate-stderr pgapply <<EOF
+PGCS→1→42→1→sjs_slot→0/1A00000→producer=pg-snapshot-dump/0.1.0
+SNAPSHOT→0/1A00000→00000003-00000002-1→1
+COPY→public→sjs→2→id→j
+ROW→1→{}
+ROW→2→[1]
+ROW→3→{bad
+ROW→4→{}
+ENDCOPY→4
+TABLEDONE→public→sjs→4→23
+SNAPSHOTDONE→0/1A00000
+EOF
+	[ "$status" -eq 5 ]
+	[[ $stderr == *"pg-apply: error: -:6: cannot load public.sjs: invalid input syntax for type json (SQLSTATE 22P02)"* ]]
+	[ "$(q "SELECT count(*) FROM sjs")" = 0 ]
+}
+
 @test "an incomplete snapshot section records no position" {
 	q "CREATE TABLE sn2 (id int PRIMARY KEY)"
 	run pgapply <<EOF
