@@ -114,15 +114,31 @@ keep() {
 		fi
 	done
 	ps -eo args | no_password_on_stdin
-	# The service file the children use is private to pgsync.
-	svc=$(find "$TMPDIR" -name pg_service.conf)
-	[ -n "$svc" ]
-	[ "$(stat -c %a "$svc")" = 600 ]
-	[ "$(stat -c %a "$(dirname "$svc")")" = 700 ]
+	# The service file the children use has no name: they read it through
+	# pgsync's descriptor, and no file on disk holds a password.
+	[ -z "$(find "$TMPDIR" -name pg_service.conf)" ]
+	for pid in $pids; do
+		if [[ $(cat "/proc/$pid/comm") == pg-* ]]; then
+			tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "PGSERVICEFILE=/proc/$RUN_PID/fd/[0-9]*"
+		fi
+	done
+	no_password_in "$TMPDIR"
 	stop_run TERM
 	[ "$RUN_STATUS" -eq 0 ]
 	# ... and gone once pgsync ended.
 	[ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "kill -9 of pgsync while it streams leaves no file with a password behind" {
+	start_run sec
+	wait_until 20 state_is sec STREAMING
+	local children
+	children=$(ps -o pid= --ppid "$RUN_PID" | tr '\n' ' ')
+	stop_run KILL
+	# Its children follow it (they get SIGTERM when it dies).
+	wait_until 30 bash -c "for p in $children; do [[ \$(cat /proc/\$p/comm 2>/dev/null) != pg-* ]] || exit 1; done"
+	[ -n "$(ls -A "$TMPDIR")" ]		# the scratch directory stays: nothing ran its trap
+	no_password_in "$TMPDIR"
 }
 
 @test "a scratch directory left by a killed pgsync is removed by the next one" {
