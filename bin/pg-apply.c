@@ -726,24 +726,14 @@ on_snapshot(const struct sr_record *rec)
 }
 
 /*
- * A full batch is committed when the next line is read, and when that line
- * carries a position (BEGIN, POSITION, END) only once it has checked out: a
- * COMMIT whose end position is bogus is caught by the next transaction's
- * BEGIN before the position reaches the target. Other lines may redefine
- * what the held changes refer to, so the batch goes first.
- */
-static bool
-checks_promise(const char *line, size_t len)
-{
-	return (len > 6 && memcmp(line, "BEGIN\t", 6) == 0) ||
-		(len > 9 && memcmp(line, "POSITION\t", 9) == 0) ||
-		(len > 4 && memcmp(line, "END\t", 4) == 0);
-}
-
-/*
  * Apply one line. False when the target session was lost and replaced: the
  * line is then applied again from the replay (see recover()), and nothing
  * of it may be used here any more.
+ *
+ * A full batch is committed when the next line is read, and when that line
+ * carries a position only once it has checked out: a COMMIT whose end is
+ * bogus is caught by the next BEGIN before it reaches the target. Other
+ * lines may redefine what held changes refer to: the batch goes first.
  */
 static bool
 on_line(const char *line, size_t len)
@@ -753,7 +743,7 @@ on_line(const char *line, size_t len)
 
 	/* A header between transactions ends the batch too, before it is
 	 * parsed: it forgets the tables, which a replay still needs. */
-	if ((A.commit_due && !checks_promise(line, len)) ||
+	if ((A.commit_due && !sr_line_has_position(line, len)) ||
 		(len >= 5 && memcmp(line, "PGCS\t", 5) == 0 && !sr_in_txn(A.sr)))
 	{
 		if (!commit_batch())

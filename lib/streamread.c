@@ -430,6 +430,14 @@ sr_promised(const struct streamread *sr)
 	return sr->promised;
 }
 
+bool
+sr_line_has_position(const char *line, size_t len)
+{
+	return (len > 6 && memcmp(line, REC_BEGIN "\t", 6) == 0) ||
+		(len > 9 && memcmp(line, REC_POSITION "\t", 9) == 0) ||
+		(len > 4 && memcmp(line, REC_END "\t", 4) == 0);
+}
+
 /* --- records ----------------------------------------------------------- */
 
 static bool

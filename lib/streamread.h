@@ -107,6 +107,9 @@ uint64_t sr_txn_xid(const struct streamread *sr);
  * rejects one that does.
  */
 lsn_t sr_promised(const struct streamread *sr);
+/* Is line a BEGIN, POSITION or END: one sr_parse() checks against that
+ * promise, and that changes no RELATION? */
+bool sr_line_has_position(const char *line, size_t len);
 /* Has a header been read yet. */
 bool sr_started(const struct streamread *sr);
 
