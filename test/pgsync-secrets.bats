@@ -130,6 +130,8 @@ keep() {
 }
 
 @test "kill -9 of pgsync while it streams leaves no file with a password behind" {
+	# The first run's log stays the one the final sweep looks at.
+	mv "$BATS_FILE_TMPDIR/sec.run.log" "$BATS_FILE_TMPDIR/sec.run.log.first"
 	start_run sec
 	wait_until 20 state_is sec STREAMING
 	local children
@@ -138,6 +140,8 @@ keep() {
 	# Its children follow it (they get SIGTERM when it dies).
 	wait_until 30 bash -c "for p in $children; do [[ \$(cat /proc/\$p/comm 2>/dev/null) != pg-* ]] || exit 1; done"
 	[ -n "$(ls -A "$TMPDIR")" ]		# the scratch directory stays: nothing ran its trap
+	cp "$BATS_FILE_TMPDIR/sec.run.log" "$BATS_FILE_TMPDIR/out/killed.run.log"
+	mv "$BATS_FILE_TMPDIR/sec.run.log.first" "$BATS_FILE_TMPDIR/sec.run.log"
 	no_password_in "$TMPDIR"
 }
 
