@@ -137,7 +137,7 @@ keep() {
 	local children
 	children=$(ps -o pid= --ppid "$RUN_PID" | tr '\n' ' ')
 	stop_run KILL
-	# Its children follow it (they get SIGTERM when it dies).
+	# Its children follow it (they are signalled when it dies).
 	wait_until 30 bash -c "for p in $children; do [[ \$(cat /proc/\$p/comm 2>/dev/null) != pg-* ]] || exit 1; done"
 	[ -n "$(ls -A "$TMPDIR")" ]		# the scratch directory stays: nothing ran its trap
 	cp "$BATS_FILE_TMPDIR/sec.run.log" "$BATS_FILE_TMPDIR/out/killed.run.log"
