@@ -359,8 +359,8 @@ stream_once() {
 	why="$END_NAME exited with status $END_STATUS${why:+: $why}"
 	# A change over the limit comes again on every retry: only raising the
 	# limit mends it, so it is an ERROR at once, naming the key.
-	if [[ $why == *"(--max-message-bytes)"* || $why == *"longer than --max-message-bytes"* ]]; then
-		why=${why//--max-message-bytes/resources.max_message_bytes}
+	why=$(config_names "$why")
+	if [[ $why == *"resources.max_message_bytes"* ]]; then
 		set_state ERROR "$why"
 		die "$END_RC" "job $JOB stopped: $why; raise resources.max_message_bytes, then pgsync run"
 	fi
