@@ -61,6 +61,14 @@ release_copy() {
 	[[ $output == *"resources.snapshot_timeout (3.000 s) expired"* ]]
 	# The interrupted attempt created pv_orders and still owes its keys.
 	[ "$(psql_at tgt -c "SELECT string_agg(table_name, ' ') FROM pgsync.pending_definitions")" = pv_orders ]
+	# Building them takes the table's owner, which check tests.
+	psql_at tgt -c "CREATE ROLE pv_other; ALTER TABLE pv_orders OWNER TO pv_other"
+	run pgs pv check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  target: public.pv_orders is owed its keys and indexes by an interrupted bootstrap, which builds them as the table's owner; fix: ALTER TABLE public.pv_orders OWNER TO pv_tgt on the target, or run bootstrap as its owner"* ]]
+	psql_at tgt -c "ALTER TABLE pv_orders OWNER TO pv_tgt"
+	run pgs pv check
+	[[ $output == *"ok    target: public.pv_orders is owed its keys and indexes by an interrupted bootstrap"* ]]
 	job_conf pv pv_slot pv_pub public.pv_orders,public.pv_lock >/dev/null
 	run pgs pv bootstrap
 	echo "$output"

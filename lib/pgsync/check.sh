@@ -311,6 +311,14 @@ WITH cfg AS (
               ELSE format('create type %s on the target as the source has it', ut.ty ->> 'type') END
     FROM tbl t CROSS JOIN LATERAL jsonb_array_elements(coalesce((:'srctypes')::jsonb -> t.name, '[]')) AS ut(ty)
    WHERE t.reloid IS NULL AND to_regtype(ut.ty ->> 'type') IS NULL
+  UNION ALL
+  -- The retry of an interrupted bootstrap builds these tables' keys and
+  -- indexes (and sets their autovacuum): that takes their owner.
+  SELECT 10 + t.ord, CASE WHEN pg_has_role(c.relowner, 'USAGE') THEN 'ok' ELSE 'fail' END,
+         format('%s is owed its keys and indexes by an interrupted bootstrap, which builds them as the table''s owner', t.q),
+         format('ALTER TABLE %s OWNER TO %I on the target, or run bootstrap as its owner', t.q, current_user)
+    FROM tbl t JOIN pg_class c ON c.oid = t.reloid
+   WHERE t.name = ANY (string_to_array(:'owed', ','))
 )
 SELECT level, msg, fix FROM checks ORDER BY ord;
 SQL
@@ -377,7 +385,12 @@ preflight() {
 		fi
 	fi
 
-	if rows=$(sql tgt -v srccols="$srccols" -v srctypes="$srctypes" <<<"$CHECK_TARGET_SQL"); then
+	# Tables an interrupted bootstrap still owes keys and indexes.
+	local owed=""
+	if [[ $(sql tgt <<<"SELECT to_regclass('pgsync.pending_definitions') IS NOT NULL" 2>/dev/null) == t ]]; then
+		owed=$(sql tgt <<<"SELECT string_agg(schema_name || '.' || table_name, ',') FROM pgsync.pending_definitions") || owed=""
+	fi
+	if rows=$(sql tgt -v srccols="$srccols" -v srctypes="$srctypes" -v owed="$owed" <<<"$CHECK_TARGET_SQL"); then
 		CHECK_TARGET_OK=1
 		while IFS=$'\x1f' read -r level msg fix; do
 			[[ -n $level ]] && finding "$level" target "$msg" "$fix"
