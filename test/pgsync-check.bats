@@ -102,6 +102,12 @@ objects_on() {
 	run pgs ck_multi3 check
 	[ "$status" -eq 3 ]
 	[[ $output == *"FAIL  source: cannot resolve the tables of publication ck_mf,ck_mcol: cannot use different column lists for table \"ms.b\" in different publications (ck_mf,ck_mcol)"* ]]
+	# bootstrap refuses it the same way before it creates anything
+	run pgs ck_multi3 bootstrap
+	[ "$status" -eq 3 ]
+	[[ $output == *"cannot use different column lists for table \"ms.b\" in different publications"* ]]
+	slot_gone ck_multi3_slot
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_namespace WHERE nspname = 'ms'")" -eq 0 ]
 	job_conf ck_multi4 ck_multi4_slot 'ck_ms' ms.b >/dev/null
 	run pgs ck_multi4 check
 	[ "$status" -eq 3 ]
