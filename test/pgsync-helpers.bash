@@ -154,6 +154,19 @@ same_tables() {
 	done
 }
 
+# pg_dump_reads CLUSTER: an installed pg_dump can read CLUSTER's server (it
+# is not older); bootstrap needs one to create partitioned tables.
+pg_dump_reads() {
+	local cand major server
+	server=$(psql_at "$1" -c "SHOW server_version_num")
+	for cand in /usr/lib/postgresql/*/bin/pg_dump "$(command -v pg_dump)"; do
+		[[ -x $cand ]] || continue
+		major=$("$cand" --version | sed 's/[^0-9]*\([0-9]*\).*/\1/')
+		((server < (major + 1) * 10000)) && return 0
+	done
+	return 1
+}
+
 # applied_reaches JOB: the target applied everything the source has written.
 applied_reaches() {
 	local lsn

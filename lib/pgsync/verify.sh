@@ -26,6 +26,7 @@
 # file; money's, which they leave to the server, is fixed here.
 readonly VERIFY_SETTINGS="SET LOCAL lc_monetary = 'C';"
 readonly VERIFY_ROWS_MAX=4096	# rows per side fetched as hashes once ranges are this small
+readonly VERIFY_RANGES_MAX=256	# differing ranges cut again; more: counted, not itemized
 
 # --- the pause, served by pgsync run ---------------------------------------------
 # Files in the state directory: verify.request (verify's pid), then run
@@ -62,7 +63,8 @@ verify_serve() {
 	stop_stream
 	job_load
 	printf '%s\n' "$(applied_position)" >"$STATE_DIR/verify.paused"
-	if verify_wait_file "$STATE_DIR/verify.endpos" 120 "$vpid"; then
+	# Creating verify's slot waits for the source's running transactions.
+	if verify_wait_file "$STATE_DIR/verify.endpos" 600 "$vpid"; then
 		lsn=$(<"$STATE_DIR/verify.endpos")
 		write_checkpoint
 		start_stream --endpos "$lsn"
@@ -117,6 +119,10 @@ verify_point() {
 	t0=$(now_ms)
 	verify_source_snapshot
 	if ((running)); then
+		[[ -s $STATE_DIR/verify.paused ]] || {
+			verify_files_clear
+			die $EX_RUNTIME "pgsync run for job $JOB stopped waiting for the consistent point (creating the temporary slot waits for the source's running transactions to end)"
+		}
 		printf '%s\n' "$VERIFY_LSN" >"$STATE_DIR/verify.endpos"
 		verify_wait_file "$STATE_DIR/verify.reached" 660 "${runpid:-$$}" || {
 			verify_files_clear
@@ -250,7 +256,7 @@ SELECT (SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM cols)
 SQL
 
 # verify_table TABLE OUTFILE: compare one table; writes one line
-# "table<TAB>rows_source<TAB>rows_target<TAB>missing<TAB>only<TAB>differing"
+# "table<TAB>rows_source<TAB>rows_target<TAB>missing<TAB>only<TAB>differing<TAB>itemized"
 # to OUTFILE and the differing keys to OUTFILE.keys ("kind<TAB>key as JSON").
 # Runs in a worker process of its own.
 verify_table() {
@@ -273,7 +279,7 @@ verify_table() {
 	fi
 	local base="SELECT md5(convert_to($keyexpr, 'UTF8')) AS kh, md5(convert_to($rowexpr, 'UTF8')) AS rh, $keyshow AS ks FROM $q x"
 	local len=3 prefixes="" level_sql srcf=$out.s tgtf=$out.t
-	local rows_src=0 rows_tgt=0 missing=0 only=0 differing=0 first=1
+	local rows_src=0 rows_tgt=0 missing=0 only=0 differing=0 first=1 itemized=1
 	: >"$out.keys"
 	while :; do
 		local where=""
@@ -300,6 +306,21 @@ verify_table() {
 		if ((first)); then rows_src=$ts rows_tgt=$tt first=0; fi
 		((n > 0)) || break
 		prefixes=$list
+		if ((rows > VERIFY_ROWS_MAX && n > VERIFY_RANGES_MAX)); then
+			# Too much differs to find every row within bounded memory:
+			# the ranges' counts say how many rows are missing or extra,
+			# each range of equal counts holds one differing row at least.
+			read -r missing only differing < <(awk -F $'\x1f' '
+				FILENAME == ARGV[1] { sc[$1] = $2; ss[$1] = $3; next }
+				{ tc[$1] = $2; tsum[$1] = $3 }
+				END {
+					for (b in sc) { t = (b in tc) ? tc[b] : 0; if (sc[b] > t) m += sc[b] - t; else if (sc[b] == t && tsum[b] != ss[b]) d++ }
+					for (b in tc) { s = (b in sc) ? sc[b] : 0; if (tc[b] > s) o += tc[b] - s }
+					printf "%d %d %d\n", m, o, d
+				}' "$srcf" "$tgtf")
+			itemized=0
+			break
+		fi
 		if ((rows > VERIFY_ROWS_MAX && len < 30)); then
 			len=$((len + 3))
 			continue
@@ -329,7 +350,7 @@ verify_table() {
 		break
 	done
 	rm -f "$srcf" "$tgtf" "$err" "$err.s" "$err.t"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$table" "$rows_src" "$rows_tgt" "$missing" "$only" "$differing" >"$out"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$table" "$rows_src" "$rows_tgt" "$missing" "$only" "$differing" "$itemized" >"$out"
 }
 
 # --- the command ----------------------------------------------------------------
@@ -387,7 +408,7 @@ cmd_verify() {
 # exit 0 (identical) or 5.
 verify_report() {
 	local n=$1 elapsed=$2 i line tab rs rt m o d err
-	local outcome=identical total_rows=0 errors=0
+	local outcome=identical total_rows=0 errors=0 itemized
 	local json="" kind key
 	for ((i = 0; i < n; i++)); do
 		line=$(<"$WORK/verify/$i") || line=$'error\tno result'
@@ -397,7 +418,8 @@ verify_report() {
 			errors=$((errors + 1))
 			continue
 		fi
-		IFS=$'\t' read -r tab rs rt m o d <<<"$line"
+		IFS=$'\t' read -r tab rs rt m o d itemized <<<"$line"
+		((itemized)) || log_warn "verify: $tab: rows differ in more than $VERIFY_RANGES_MAX ranges: counted from the ranges, the differing ones at least, keys not listed"
 		local compared=$((rs + o))
 		total_rows=$((total_rows + compared))
 		((m + o + d == 0)) || outcome=different
@@ -409,7 +431,7 @@ verify_report() {
 					END { printf ",\"keys\":{\"missing_on_target\":[%s],\"only_on_target\":[%s],\"differing\":[%s]}", k["missing"], k["only"], k["differing"] }' \
 					"$WORK/verify/$i.keys")
 			fi
-			json+="${json:+,}{\"table\":\"$(json_str "$tab")\",\"rows_compared\":$compared,\"rows_source\":$rs,\"rows_target\":$rt,\"missing_on_target\":$m,\"only_on_target\":$o,\"differing\":$d$keys}"
+			json+="${json:+,}{\"table\":\"$(json_str "$tab")\",\"rows_compared\":$compared,\"rows_source\":$rs,\"rows_target\":$rt,\"missing_on_target\":$m,\"only_on_target\":$o,\"differing\":$d,\"itemized\":$( ((itemized)) && echo true || echo false)$keys}"
 		else
 			printf '%s: %d rows compared, %d missing on target, %d only on target, %d differing\n' "$tab" "$compared" "$m" "$o" "$d"
 			if ((VERIFY_SHOW_KEYS)); then
