@@ -109,7 +109,8 @@ verify_point() {
 		printf '%s\n' "$$" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
 		log_info "job $JOB is running: asking pgsync run for a consistent point (answered within one heartbeat interval)"
 		local runpid
-		runpid=$(fuser "$STATE_DIR/lock" 2>/dev/null | awk '{print $1}') || runpid=""
+		# fuser lists our own pid too: we opened the lock to try it.
+		runpid=$(fuser "$STATE_DIR/lock" 2>/dev/null | tr -s ' ' '\n' | grep -vx -e "$$" -e '' | head -n 1) || runpid=""
 		# The job lock's holder answers; without fuser, wait on time alone.
 		verify_wait_file "$STATE_DIR/verify.paused" $((3 * HEARTBEAT_MS / 1000 + 30)) "${runpid:-$$}" || {
 			verify_files_clear
