@@ -633,3 +633,26 @@ CREATE TABLE c33.n (id int PRIMARY KEY, a text);
 INSERT INTO c33.l VALUES (11, 'a', 'b');
 UPDATE c33.l SET a = 'unlisted', b = 'listed' WHERE id < 3;
 UPDATE c33.n SET a = 'u' WHERE id < 3;
+
+-- case 34 14 | p34mid, p34root, p34leaf
+-- oracle-before 16 PostgreSQL 14 and 15's own initial sync copies the partitions again under the middle table and under the leaf's own name (16 fixed it): the expected result is each source row once
+-- Three levels of partitions, published via the root at two levels and a
+-- leaf by name: everything once, under the topmost published ancestor.
+-- @schema
+CREATE SCHEMA c34;
+CREATE TABLE c34.top (id int, region text, day int, v text, PRIMARY KEY (id, region, day)) PARTITION BY LIST (region);
+CREATE TABLE c34.eu PARTITION OF c34.top FOR VALUES IN ('eu') PARTITION BY RANGE (day);
+CREATE TABLE c34.eu_early PARTITION OF c34.eu FOR VALUES FROM (0) TO (15);
+CREATE TABLE c34.eu_late PARTITION OF c34.eu FOR VALUES FROM (15) TO (32);
+CREATE TABLE c34.us PARTITION OF c34.top FOR VALUES IN ('us');
+-- @source
+INSERT INTO c34.top SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, g % 31, 'v' FROM generate_series(1, 60) g;
+CREATE PUBLICATION p34mid FOR TABLE c34.eu WITH (publish_via_partition_root = true);
+CREATE PUBLICATION p34root FOR TABLE c34.top WITH (publish_via_partition_root = true);
+CREATE PUBLICATION p34leaf FOR TABLE c34.eu_early;
+-- @work
+INSERT INTO c34.top VALUES (100, 'eu', 3, 'n'), (101, 'us', 3, 'n');
+UPDATE c34.top SET day = 20 WHERE id = 2;
+UPDATE c34.top SET region = 'us' WHERE id = 4;
+UPDATE c34.top SET region = 'eu', day = 1 WHERE id = 5;
+DELETE FROM c34.top WHERE id IN (6, 7);
