@@ -197,12 +197,15 @@ struct collist {
 };
 
 /*
- * Row filters and column lists (15+), with the subscription's own queries:
- * each publication's filter on the table as it publishes it, OR-ed, and
- * none when one publication has none (FOR ALL TABLES and schema publications
- * have none); one column list per table, a list that names every column
- * (relnatts, so from 16 where the server's lists leave out dropped and
- * generated columns, those do not count) being no list.
+ * Row filters and column lists (15+), with the subscription's own queries
+ * (tablesync.c, fetch_remote_table_info()): each publication's filter on
+ * the table as it publishes it, OR-ed, and none when one publication has
+ * none (FOR ALL TABLES and schema publications have none); one column list
+ * per table, where a list as long as relnatts counts as none. The server
+ * decides what a publication without a list gives: nothing on 15 (so there
+ * a list naming every live column of a table with a dropped column differs
+ * from no list, and both the subscription and this refuse them), every
+ * column not dropped or generated from 16 (the same list).
  */
 static int
 load_filters(PGconn *conn, const char *arr, struct pub_set *s, struct collist **lists, int *nlists)
