@@ -93,6 +93,22 @@ verify_serve() {
 
 VERIFY_SLOT_PID="" VERIFY_SLOT_HOLD="" VERIFY_TGT_HOLD_PID=""
 
+# The pgsync holding the job lock: of the processes fuser finds with it
+# open (its command substitutions and their psql inherit it while they
+# run, and we opened it to try it), the one whose parent is none of them.
+verify_lock_holder() {
+	local p pp
+	local -a pids=()
+	read -r -a pids < <(fuser "$STATE_DIR/lock" 2>/dev/null)
+	for p in "${pids[@]}"; do
+		[[ $p != "$$" ]] || continue
+		pp=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null) || continue
+		[[ " ${pids[*]} " != *" $pp "* ]] || continue
+		printf '%s\n' "$p"
+		return 0
+	done
+}
+
 # Ask a running pgsync run to pause; with the job stopped (we got its lock),
 # run the stream to L ourselves. Sets VERIFY_LSN, VERIFY_SRC_SNAP,
 # VERIFY_TGT_SNAP and VERIFY_PAUSE_MS.
@@ -109,8 +125,7 @@ verify_point() {
 		printf '%s\n' "$$" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
 		log_info "job $JOB is running: asking pgsync run for a consistent point (answered within one heartbeat interval)"
 		local runpid
-		# fuser lists our own pid too: we opened the lock to try it.
-		runpid=$(fuser "$STATE_DIR/lock" 2>/dev/null | tr -s ' ' '\n' | grep -vx -e "$$" -e '' | head -n 1) || runpid=""
+		runpid=$(verify_lock_holder)
 		# The job lock's holder answers; without fuser, wait on time alone.
 		verify_wait_file "$STATE_DIR/verify.paused" $((3 * HEARTBEAT_MS / 1000 + 30)) "${runpid:-$$}" || {
 			verify_files_clear
