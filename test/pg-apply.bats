@@ -1221,6 +1221,12 @@ corpus() {
 @test "corpus: commit LSNs going backwards exit 5" {
 	corpus commit-lsn-backwards.pgcs 5 'commit-lsn-backwards.pgcs:6: commit LSN 0/1A00800 of transaction 10 is not after the previous one (0/1A01000)'
 }
+@test "corpus: a BEGIN below an earlier POSITION of its stream exits 5" {
+	corpus begin-below-position.pgcs 5 'begin-below-position.pgcs:7: BEGIN of transaction 12 at 0/1A02000 is below position 0/1A05000, which the stream'"'"'s POSITION already reached'
+}
+@test "corpus: a POSITION below the previous COMMIT end exits 5" {
+	corpus position-backwards.pgcs 5 'position-backwards.pgcs:6: POSITION 0/1A00800 is below position 0/1A01030, which the stream'"'"'s COMMIT end already reached'
+}
 @test "corpus: a malformed LSN exits 5" {
 	corpus bad-lsn.pgcs 5 'bad-lsn.pgcs:3: malformed LSN in BEGIN'
 }
