@@ -7,8 +7,20 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
+
+/* The copies live as long as the program. */
+static char *kept[4];
+static size_t nkept;
+
+static void
+free_kept(void)
+{
+	while (nkept > 0)
+		free(kept[--nkept]);
+}
 
 static void
 blank(char *p, size_t n)
@@ -89,7 +101,7 @@ blank_keywords(char *s)
 	}
 }
 
-char *
+const char *
 argsecret_conninfo(char *arg)
 {
 	PQconninfoOption *opts;
@@ -102,6 +114,10 @@ argsecret_conninfo(char *arg)
 	}
 	PQconninfoFree(opts);
 	copy = xstrdup(arg);
+	if (nkept == 0)
+		atexit(free_kept);
+	if (nkept < sizeof(kept) / sizeof(kept[0]))
+		kept[nkept++] = copy;
 	if (strncmp(arg, "postgresql://", 13) == 0 || strncmp(arg, "postgres://", 11) == 0)
 		blank_url(arg);
 	else
