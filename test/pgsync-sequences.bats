@@ -129,6 +129,16 @@ readonly -a SEQS=(sq_serial_id_seq sq_big_id_seq sq_always_id_seq sq_desc_ident_
 	[ "$(seq_state tgt other.never_called)" = "42|f" ]
 }
 
+@test "check names the GRANT a target role lacks on a sequence the target has" {
+	psql_at tgt -c "REVOKE UPDATE ON SEQUENCE other.shared_seq FROM sq_tgt"
+	run pgs sq check
+	psql_at tgt -c "GRANT UPDATE ON SEQUENCE other.shared_seq TO sq_tgt"
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  target: SELECT, UPDATE on sequence other.shared_seq, which pgsync sets; fix: GRANT SELECT, UPDATE ON SEQUENCE other.shared_seq TO sq_tgt"* ]]
+	run pgs sq check
+	[ "$status" -eq 0 ]
+}
+
 @test "run keeps the target's sequences the margin ahead of the source's, in their direction, never backwards" {
 	start_run sq
 	wait_until 30 state_is sq STREAMING

@@ -181,8 +181,18 @@ sequences_follow() {
 	((SEQ_MOVED == 0)) || log_debug "moved $SEQ_MOVED of $SEQ_COUNT sequences forward in the target"
 }
 
-# check: SELECT on every carried sequence for the source role, and the
-# configured ones exist. Findings via check.sh's finding().
+# has_sequence_privilege() with two privileges asks for either.
+read -r -d '' SEQ_TARGET_CHECK_SQL <<'SQL'
+SELECT 'fail', format('SELECT, UPDATE on sequence %s, which pgsync sets', n),
+       format('GRANT SELECT, UPDATE ON SEQUENCE %s TO %I', n, current_user)
+  FROM jsonb_array_elements_text((:'names')::jsonb) AS u(n)
+ WHERE to_regclass(n) IS NOT NULL
+   AND NOT (has_sequence_privilege(n, 'SELECT') AND has_sequence_privilege(n, 'UPDATE'))
+SQL
+
+# check: SELECT on every carried sequence for the source role, the
+# configured ones exist, and the target role may set those the target has.
+# Findings via check.sh's finding().
 sequences_check() {
 	local rows level msg fix
 	rows=$(sql src -v sequences="${CFG[replication.sequences]}" <<SQL
@@ -208,5 +218,20 @@ SQL
 	}
 	while IFS=$'\x1f' read -r level msg fix; do
 		[[ -n $level ]] && finding "$level" source "$msg" "$fix"
+	done <<<"$rows"
+	# The target's existing ones must take setval (UPDATE); those bootstrap
+	# creates are the target role's own. An unreachable target is reported
+	# by the target's own checks.
+	local names
+	names=$(sql src -v sequences="${CFG[replication.sequences]}" <<SQL
+WITH l(nsp, rel, owner, col, how, ddl) AS (
+$SEQ_LIST_SQL
+)
+SELECT coalesce(jsonb_agg(format('%I.%I', nsp, rel)), '[]') FROM l
+SQL
+	) || return 0
+	rows=$({ psql_set names "$names" && printf '%s\n' "$SEQ_TARGET_CHECK_SQL"; } | sql tgt) || return 0
+	while IFS=$'\x1f' read -r level msg fix; do
+		[[ -n $level ]] && finding "$level" target "$msg" "$fix"
 	done <<<"$rows"
 }
