@@ -62,7 +62,8 @@ verify_serve() {
 	log_info "verify (pid $vpid) asks for a consistent point: stopping the stream"
 	stop_stream
 	job_load
-	printf '%s\n' "$(applied_position)" >"$STATE_DIR/verify.paused"
+	# When the stream stopped, so that verify reports the whole pause.
+	printf '%s %s\n' "$(applied_position)" "$started" >"$STATE_DIR/verify.paused"
 	# Creating verify's slot waits for the source's running transactions.
 	if verify_wait_file "$STATE_DIR/verify.endpos" 600 "$vpid"; then
 		lsn=$(<"$STATE_DIR/verify.endpos")
@@ -133,6 +134,10 @@ verify_point() {
 		}
 	fi
 	t0=$(now_ms)
+	if ((running)); then
+		line=$(<"$STATE_DIR/verify.paused")
+		[[ ${line##* } =~ ^[0-9]+$ ]] && t0=${line##* }
+	fi
 	verify_source_snapshot
 	if ((running)); then
 		[[ -s $STATE_DIR/verify.paused ]] || {
