@@ -53,8 +53,9 @@ static const char options_help[] =
 	"                              as a subscription to them copies it: each table once,\n"
 	"                              row filters OR-ed, the published columns\n"
 	"      --list-tables           print what --publication resolves to, one table a line\n"
-	"                              (schema, table, publications, row filter, columns; TAB-\n"
-	"                              separated, columns comma-separated) and copy nothing\n"
+	"                              (schema, table, publications, row filter, columns, the\n"
+	"                              generated ones among them; TAB-separated, columns\n"
+	"                              comma-separated) and copy nothing\n"
 	"  -t, --table=SCHEMA.TABLE    copy this table (repeatable); partitions under the root's name\n"
 	"  -j, --jobs=N                parallel source connections (default 4)\n"
 	"      --split-rows=N          split tables estimated above N rows into ranges (default 1000000)\n"
@@ -588,16 +589,22 @@ list_tables(const struct opts *o)
 	for (int i = 0; i < set.n; i++)
 	{
 		const struct pub_table *t = &set.t[i];
-		struct buf cols = BUF_INIT;
+		struct buf cols = BUF_INIT, gen = BUF_INIT;
 
 		for (int c = 0; c < t->ncols; c++)
+		{
 			buf_printf(&cols, "%s%s", c ? "," : "", t->cols[c]);
+			if (t->colgen[c])
+				buf_printf(&gen, "%s%s", gen.len ? "," : "", t->cols[c]);
+		}
 		put_field(t->schema, false);
 		put_field(t->name, false);
 		put_field(t->pubs, false);
 		put_field(t->rowfilter ? t->rowfilter : "", false);
-		put_field(cols.len ? buf_cstr(&cols) : "", true);
+		put_field(cols.len ? buf_cstr(&cols) : "", false);
+		put_field(gen.len ? buf_cstr(&gen) : "", true);
 		buf_free(&cols);
+		buf_free(&gen);
 	}
 	pub_set_free(&set);
 	PQfinish(conn);

@@ -247,8 +247,8 @@ public"$'\t'"t_parted"$'\t'"200" ]
 	diff <(copy_out "SELECT id, v FROM t_parted") <(frame_rows "$out" public t_parted)
 	run pg-snapshot-dump -d "$src_URL" --publication pub_root,pub_leaves,pub_gen --list-tables
 	[ "$status" -eq 0 ]
-	[ "$output" = "public"$'\t'"t_gen"$'\t'"pub_gen"$'\t\t'"a,c,d
-public"$'\t'"t_parted"$'\t'"pub_root,pub_leaves"$'\t\t'"id,v" ]
+	[ "$output" = "public"$'\t'"t_gen"$'\t'"pub_gen"$'\t\t'"a,c,d"$'\t'"
+public"$'\t'"t_parted"$'\t'"pub_root,pub_leaves"$'\t\t'"id,v"$'\t' ]
 }
 
 @test "several publications: row filters are OR-ed, one without a filter means every row; different column lists are refused" {

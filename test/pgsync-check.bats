@@ -115,6 +115,28 @@ objects_on() {
 	[[ $output == *"FAIL  source: publication ck_ms also contains ms.a, which is not in replication.tables; fix: add ms.a to replication.tables, or take it out of publication ck_ms"* ]]
 }
 
+@test "a published generated column (PostgreSQL 18) needs a plain column in the target: check and bootstrap refuse before creating anything" {
+	(($(psql_at src -c "SHOW server_version_num") >= 180000)) || skip "publish_generated_columns needs PostgreSQL 18"
+	psql_at src -c "CREATE SCHEMA gc;
+		CREATE TABLE gc.g (id int PRIMARY KEY, p int, d int GENERATED ALWAYS AS (p * 2) STORED);
+		CREATE PUBLICATION ck_gen FOR TABLE gc.g WITH (publish_generated_columns = stored)"
+	job_conf ck_gen ck_gen_slot ck_gen gc.g >/dev/null
+	run pgs ck_gen check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  target: gc.g is published with its generated column(s) d: bootstrap would create them generated, and a generated column cannot take the published values; fix: create gc.g in the target first with them as plain columns"* ]]
+	run pgs ck_gen bootstrap
+	[ "$status" -eq 3 ]
+	slot_gone ck_gen_slot
+	psql_at tgt -c "CREATE SCHEMA gc; CREATE TABLE gc.g (id int PRIMARY KEY, p int, d int GENERATED ALWAYS AS (p * 3) STORED)"
+	run pgs ck_gen check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  target: gc.g has generated column(s) d in the target, which the publications publish"* ]]
+	psql_at tgt -c "ALTER TABLE gc.g ALTER COLUMN d DROP EXPRESSION"
+	run pgs ck_gen check
+	[[ $output != *"generated column"* ]]
+	psql_at tgt -c "DROP SCHEMA gc CASCADE"
+}
+
 @test "tables: missing, without a key (fail), REPLICA IDENTITY FULL (warning)" {
 	psql_at src -c "CREATE PUBLICATION ck_keys FOR TABLE app.audit, app.wide"
 	job_conf ck_keys ck_keys_slot ck_keys app.audit,app.wide,app.nosuch >/dev/null

@@ -335,6 +335,34 @@ SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, 
 SQL
 }
 
+# published_generated_check RESOLVED: a generated column the publications
+# publish (PostgreSQL 18: publish_generated_columns or a column list) must
+# be a plain column in the target, as for a subscription; bootstrap would
+# create it generated, and no generated column takes a value.
+published_generated_check() {
+	local schema table gen state q
+	# (TAB is whitespace to read: empty fields would collapse)
+	while IFS=$'\x1f' read -r schema table _ _ _ gen; do
+		[[ -n $gen ]] || continue
+		state=$(sql tgt -v s="$schema" -v t="$table" -v cols="$gen" <<'SQL'
+SELECT format('%I.%I', :'s', :'t'),
+       CASE WHEN to_regclass(format('%I.%I', :'s', :'t')) IS NULL THEN '-'
+       ELSE coalesce((SELECT string_agg(a.attname, ', ' ORDER BY a.attnum) FROM pg_attribute a
+                       WHERE a.attrelid = to_regclass(format('%I.%I', :'s', :'t')) AND a.attgenerated <> ''
+                         AND a.attname = ANY (string_to_array(:'cols', ','))), '') END
+SQL
+		) || continue
+		IFS=$'\x1f' read -r q state <<<"$state"
+		if [[ $state == - ]]; then
+			finding fail target "$q is published with its generated column(s) ${gen//,/, }: bootstrap would create them generated, and a generated column cannot take the published values" \
+				"create $q in the target first with them as plain columns, or publish it without them (publish_generated_columns = none, a column list without them)"
+		elif [[ -n $state ]]; then
+			finding fail target "$q has generated column(s) $state in the target, which the publications publish: they cannot take the published values" \
+				"ALTER TABLE $q ALTER COLUMN ... DROP EXPRESSION in the target, or publish it without them"
+		fi
+	done < <(tr '\t' '\037' <<<"$1")
+}
+
 # preflight [check|bootstrap]: run every check, filling FINDINGS. Sets
 # CHECK_SOURCE_OK and CHECK_TARGET_OK (could connect), SLOT_FOUND (0/1).
 # bootstrap leaves out the findings about the slot and the job's state,
@@ -395,6 +423,7 @@ preflight() {
 		while IFS=$'\x1f' read -r level msg fix; do
 			[[ -n $level ]] && finding "$level" target "$msg" "$fix"
 		done <<<"$rows"
+		published_generated_check "$resolved"
 	else
 		finding fail target "cannot connect to the target ($TGT_DISPLAY): $(sql_error)" \
 			"check PGSYNC_TARGET_URL, that the server runs, and that pg_hba.conf allows this role to connect"
