@@ -16,6 +16,7 @@
 #include "jobrow.h"
 #include "log.h"
 #include "lsn.h"
+#include "pace.h"
 #include "relcache.h"
 #include "replay.h"
 #include "session.h"
@@ -36,24 +37,6 @@
 #include <unistd.h>
 
 #define CHECKPOINT_EVERY_MS 200
-/*
- * A batch is committed once the input has been quiet this long. A producer
- * catching up leaves gaps of microseconds between its writes; committing in
- * each would stop reading (and so stall decoding on the source) while the
- * target finishes the batch, hundreds of times a second. A live stream at a
- * few hundred transactions a second still commits each as it arrives.
- */
-#define QUIET_MS 2
-/*
- * Only a producer that is catching up needs that wait. One that sent less
- * than LIVE_BYTES in the last one to two RATE_WINDOW_MS is live, and each of
- * its transactions is committed the moment the input runs dry: pgbench at
- * 500 transactions a second is about 250 kB/s of stream, a backlog being
- * read tens of MB/s. Committing is what slows a live producer down enough to
- * be batched again, as in a group commit.
- */
-#define RATE_WINDOW_MS 20
-#define LIVE_BYTES (32 * 1024)
 #define LOCK_WAIT_MS 10000
 
 static const char usage_text[] =
@@ -138,8 +121,7 @@ struct app {
 	bool commit_due;			/* full at its last COMMIT: commit once the next line checks out */
 	uint64_t batch_bytes, batch_start_ms, batch_txns;
 
-	/* stream bytes read in the current and the previous rate window */
-	uint64_t rate_start_ms, rate_cur, rate_prev;
+	struct pace pace;			/* is the producer live (lib/pace.h) */
 
 	uint64_t transactions, skipped;
 	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */
@@ -336,6 +318,7 @@ fail_in(bool with_line, int code, const char *fmt, ...)
 }
 
 #define fail_at(...) fail_in(true, __VA_ARGS__)
+
 
 /* --- losing the target ------------------------------------------------- */
 
@@ -892,52 +875,6 @@ wait_input(void)
 		sig_drain();
 }
 
-/*
- * Start a new rate window once the current one is RATE_WINDOW_MS old. Called
- * every 256 lines and whenever the input runs dry, so a window grows past
- * two only when no line was read for that long: its bytes are then not
- * recent, and a producer that is still ahead shows again within a window.
- */
-static void
-rate_tick(void)
-{
-	uint64_t now = now_ms(), since = now - A.rate_start_ms;
-
-	if (since < RATE_WINDOW_MS)
-		return;
-	A.rate_prev = since < 2 * RATE_WINDOW_MS ? A.rate_cur : 0;
-	A.rate_cur = 0;
-	A.rate_start_ms = now;
-}
-
-/* Is the producer live rather than catching up (see LIVE_BYTES)? */
-static bool
-input_live(void)
-{
-	rate_tick();
-	return A.rate_prev + A.rate_cur < LIVE_BYTES;
-}
-
-/* Did the input stay quiet for QUIET_MS (false: more arrived first)? */
-static bool
-input_quiet(void)
-{
-	struct pollfd p = {input_fd(A.in), POLLIN, 0};
-	uint64_t ms = QUIET_MS;
-
-	/* Never past --max-batch-delay; a POSITION-only batch has no start. */
-	if (A.batch_start_ms != 0)
-	{
-		uint64_t age = now_ms() - A.batch_start_ms;
-
-		if (age >= A.max_batch_delay_ms)
-			return true;
-		if (A.max_batch_delay_ms - age < ms)
-			ms = A.max_batch_delay_ms - age;
-	}
-	return poll(&p, 1, (int) ms) <= 0;
-}
-
 static void
 run(void)
 {
@@ -957,11 +894,11 @@ run(void)
 		{
 			case IN_LINE:
 				if (!again)
-					A.rate_cur += len + 1;
+					pace_add(&A.pace, len + 1);
 				apply_line(line, len);
 				if (++lines % 256 == 0)
 				{
-					rate_tick();
+					pace_tick(&A.pace);
 					timers();
 				}
 				break;
@@ -969,7 +906,8 @@ run(void)
 				/* Nothing more for a moment: make what we have durable. */
 				if (!sr_in_txn(A.sr) && (A.batch_dirty || (A.ap && applier_txn_open(A.ap))))
 				{
-					if (!A.commit_due && !input_live() && !input_quiet())
+					if (!A.commit_due && !pace_live(&A.pace) &&
+						!pace_quiet(input_fd(A.in), A.batch_start_ms, A.max_batch_delay_ms))
 						break;
 					if (!commit_batch())
 						break;

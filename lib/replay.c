@@ -180,7 +180,8 @@ replay_reset(struct replay *r, bool keep_last)
 		}
 		r->last_off = 0;
 		r->bytes = r->text.len;
-		memmove(r->rels.data, r->rels.data + upto, r->rels.len - upto);
+		if (r->rels.len > upto)
+			memmove(r->rels.data, r->rels.data + upto, r->rels.len - upto);
 		r->rels.len -= upto;
 		r->rels_last = 0;
 	}

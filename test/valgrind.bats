@@ -136,6 +136,33 @@ SQL
 	[ "$arc" -eq 0 ]
 }
 
+@test "valgrind: pg-apply reconnecting after its apply backend is terminated, applying again what it had read, has no memory errors or leaks" {
+	psql_at src -c "SELECT 1 FROM pg_create_logical_replication_slot('vg_tgtloss', 'pgoutput')"
+	local fifo=$BATS_TEST_TMPDIR/pipe
+	mkfifo "$fifo"
+	vg_exec walcat pg-walcat -d "$src_URL" --slot vg_tgtloss --publication vg_pub \
+		--ack-file "$BATS_TEST_TMPDIR/ack" --status-interval 200ms >"$fifo" 2>"$BATS_TEST_TMPDIR/walcat.err" &
+	local wpid=$!
+	vg_exec apply pg-apply -d "$tgt_URL" --checkpoint "$BATS_TEST_TMPDIR/ack" <"$fifo" 2>"$BATS_TEST_TMPDIR/apply.err" &
+	local apid=$!
+	psql_at src -c "INSERT INTO vg_full VALUES (20, 'before')"
+	wait_until 120 on_target "SELECT count(*) FROM vg_full WHERE a = 20" 1
+	# The apply session (it holds the job's lock), between transactions: the
+	# next one finds it gone, reconnects and applies that one again.
+	psql_at tgt -c "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7442718 AND granted"
+	psql_at src -c "INSERT INTO vg_full VALUES (21, 'after')"
+	wait_until 120 on_target "SELECT count(*) FROM vg_full WHERE a = 21" 1
+	kill -TERM "$wpid"
+	local wrc=0 arc=0
+	wait "$wpid" || wrc=$?
+	wait "$apid" || arc=$?
+	cat "$BATS_TEST_TMPDIR/walcat.err" "$BATS_TEST_TMPDIR/apply.err"
+	clean_reports
+	grep -q 'reconnected to the target' "$BATS_TEST_TMPDIR/apply.err"
+	[ "$wrc" -eq 0 ]
+	[ "$arc" -eq 0 ]
+}
+
 @test "valgrind: pg-slot --export-snapshot, pg-snapshot-dump (2 workers, split ranges) | pg-apply have no memory errors or leaks" {
 	psql_at src -c "INSERT INTO vg_snap SELECT g, md5(g::text) FROM generate_series(1, 20000) g"
 	mkfifo "$BATS_TEST_TMPDIR/hold"
