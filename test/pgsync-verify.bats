@@ -179,6 +179,27 @@ expect_difference() {
 	[ "$status" -eq 0 ]
 }
 
+@test "a row filter and a column list: only the published rows and columns are compared" {
+	[ "$(psql_at src -c "SHOW server_version_num")" -ge 150000 ] || skip "row filters and column lists need PostgreSQL 15"
+	psql_at src -c "CREATE TABLE vr_f (id int PRIMARY KEY, k int, secret text);
+		INSERT INTO vr_f SELECT g, g, 'secret' || g FROM generate_series(1, 20) g;
+		GRANT SELECT ON vr_f TO vf_src;
+		CREATE PUBLICATION vr_pub FOR TABLE vr_f (id, k) WHERE (k > 5)"
+	job_conf vr vr_slot vr_pub public.vr_f >/dev/null
+	pgs vr bootstrap
+	run pgs vr verify --show-keys
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"public.vr_f: 15 rows compared, 0 missing on target, 0 only on target, 0 differing"* ]]
+	tgt_sql "UPDATE vr_f SET secret = 'not published' WHERE id = 7; UPDATE vr_f SET k = 70 WHERE id = 8"
+	run pgs vr verify --show-keys
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ $output == *"public.vr_f: 15 rows compared, 0 missing on target, 0 only on target, 1 differing"*'  differing: "8"'* ]]
+	[[ $output != *'"7"'* ]]
+	pgs vr cleanup --yes
+}
+
 @test "status shows the last verification; bad verify options are usage errors" {
 	run pgs vf status
 	[[ $output == *"verified:        identical at "*" (consistent point "*")"* ]]

@@ -250,20 +250,18 @@ vsql() {
 }
 
 # The table's published columns and its key, from the source at the
-# snapshot: "cols<US>key<US>keyed" with the names quoted. A key is the
-# primary key, else the replica identity index; none: the whole row.
+# snapshot: "cols<US>key<US>exists" with the names quoted. The columns are
+# :'cols' (the publications' column list as pg-snapshot-dump resolves it),
+# in the source's order. A key is the primary key, else the replica
+# identity index; none: the whole row.
 read -r -d '' VERIFY_SHAPE_SQL <<'SQL'
 WITH t AS (
   SELECT c.oid, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
    WHERE n.nspname = :'nsp' AND c.relname = :'rel'
-), pubcols AS (
-  SELECT a.value AS attname FROM pg_catalog.pg_publication_tables pt
-   CROSS JOIN LATERAL jsonb_array_elements_text(to_jsonb(pt) -> 'attnames') AS a
-   WHERE pt.pubname = ANY (string_to_array(:'pub', ',')) AND pt.schemaname = :'nsp' AND pt.tablename = :'rel'
 ), cols AS (
   SELECT a.attname, a.attnum FROM t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid
    WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-     AND (NOT EXISTS (SELECT 1 FROM pubcols) OR a.attname IN (SELECT attname FROM pubcols))
+     AND (:'cols' = '' OR a.attname = ANY (string_to_array(:'cols', ',')))
 ), idx AS (
   SELECT i.indkey FROM t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid
    WHERE i.indisprimary OR i.indisreplident ORDER BY i.indisprimary DESC LIMIT 1
@@ -282,8 +280,13 @@ SQL
 # Runs in a worker process of its own.
 verify_table() {
 	local table=$1 out=$2 nsp=${1%%.*} rel=${1#*.} shape cols key exists
-	local err=$out.err
-	shape=$(vsql src "$err" < <(printf '%s\n' "\\set nsp '$nsp'" "\\set rel '$rel'" "\\set pub '$PUB'" "$VERIFY_SHAPE_SQL")) ||
+	local err=$out.err filter="" pubcols=""
+	# What the publications publish of it: a row filter and the columns
+	# (US-separated: read would merge empty tab-separated fields).
+	IFS=$'\x1f' read -r filter pubcols < <(awk -F '\t' -v s="$nsp" -v t="$rel" \
+		'$1 == s && $2 == t { printf "%s\x1f%s\n", $4, $5; exit }' <<<"$VERIFY_RESOLVED")
+	shape=$(vsql src "$err" < <(printf '%s\n' "\\set nsp '$nsp'" "\\set rel '$rel'" && psql_set cols "$pubcols" &&
+		printf '%s\n' "$VERIFY_SHAPE_SQL")) ||
 		{ printf 'error\t%s\n' "$(psql_error "$err")" >"$out"; return; }
 	IFS=$'\x1f' read -r cols key exists <<<"$shape"
 	[[ $exists == t && -n $cols ]] || { printf 'error\ttable %s does not exist on the source\n' "$table" >"$out"; return; }
@@ -299,16 +302,22 @@ verify_table() {
 		keyexpr=$rowexpr keyshow="''"
 	fi
 	local base="SELECT md5(convert_to($keyexpr, 'UTF8')) AS kh, md5(convert_to($rowexpr, 'UTF8')) AS rh, $keyshow AS ks FROM $q x"
+	# The source's rows are those the row filter publishes (the source's
+	# own expression, run on the source only).
+	local base_src=$base
+	[[ -z $filter ]] || base_src+=" WHERE $filter"
 	local len=3 prefixes="" level_sql srcf=$out.s tgtf=$out.t
 	local rows_src=0 rows_tgt=0 missing=0 only=0 differing=0 first=1 itemized=1
 	: >"$out.keys"
 	while :; do
 		local where=""
 		[[ -z $prefixes ]] || where="WHERE left(kh, $((len - 3))) = ANY ('{$prefixes}')"
-		level_sql="SELECT left(kh, $len), count(*), sum(('x' || left(rh, 15))::bit(60)::bigint) FROM ($base) r $where GROUP BY 1;"
-		vsql src "$err.s" <<<"$level_sql" >"$srcf" &
+		level_sql="SELECT left(kh, $len), count(*), sum(('x' || left(rh, 15))::bit(60)::bigint) FROM (%s) r $where GROUP BY 1;"
+		# shellcheck disable=SC2059 # the query is the format
+		printf "$level_sql\n" "$base_src" | vsql src "$err.s" >"$srcf" &
 		local spid=$!
-		vsql tgt "$err.t" <<<"$level_sql" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
+		# shellcheck disable=SC2059
+		printf "$level_sql\n" "$base" | vsql tgt "$err.t" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
 		wait $spid || { printf 'error\tsource: %s\n' "$(psql_error "$err.s")" >"$out"; return; }
 		local diff
 		# Ranges that differ, and the most rows either side has in them.
@@ -348,10 +357,12 @@ verify_table() {
 		fi
 		# Few rows left: their key and row hashes, and counts for rows
 		# that are their own key (a table without one).
-		level_sql="SELECT kh, count(*), min(rh), min(ks) FROM ($base) r WHERE left(kh, $len) = ANY ('{$prefixes}') GROUP BY kh;"
-		vsql src "$err.s" <<<"$level_sql" >"$srcf" &
+		level_sql="SELECT kh, count(*), min(rh), min(ks) FROM (%s) r WHERE left(kh, $len) = ANY ('{$prefixes}') GROUP BY kh;"
+		# shellcheck disable=SC2059
+		printf "$level_sql\n" "$base_src" | vsql src "$err.s" >"$srcf" &
 		spid=$!
-		vsql tgt "$err.t" <<<"$level_sql" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
+		# shellcheck disable=SC2059
+		printf "$level_sql\n" "$base" | vsql tgt "$err.t" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
 		wait $spid || { printf 'error\tsource: %s\n' "$(psql_error "$err.s")" >"$out"; return; }
 		read -r missing only differing < <(awk -F $'\x1f' -v keys="$out.keys" '
 			FILENAME == ARGV[1] { sc[$1] = $2; sr[$1] = $3; sk[$1] = $4; next }
@@ -377,7 +388,7 @@ verify_table() {
 # --- the command ----------------------------------------------------------------
 
 cmd_verify() {
-	need_programs pg-slot pg-walcat pg-apply psql
+	need_programs pg-slot pg-snapshot-dump pg-walcat pg-apply psql
 	setup_connections yes
 	trap_stop
 	catalog_ensure
@@ -396,6 +407,9 @@ cmd_verify() {
 	done
 	((${#tables[@]})) || tables=("${TABLES[@]}")
 	local jobs=${VERIFY_JOBS:-${CFG[resources.max_parallel_copies]}}
+	# The row filters and column lists, resolved as the copy resolves them.
+	VERIFY_RESOLVED=$(pg-snapshot-dump -d "$SRC" --publication "$PUB" --list-tables --log-level error 2>"$WORK/resolve.err") ||
+		die $EX_RUNTIME "cannot resolve the tables of publication $PUB: $(sed -n '$s/^pg-snapshot-dump: error: //p' "$WORK/resolve.err")"
 
 	verify_point
 
