@@ -42,8 +42,9 @@
 #define MESSAGE_COPIES 6
 #define MAX_ERRORS 20
 #define MAX_LINE 65536
+#define LINE_SET (-1)					/* a key given with --set, not in the file */
 
-enum ktype { T_JOBNAME, T_PATH, T_SLOT, T_IDENTS, T_TABLES, T_BOOL, T_DURATION, T_SIZE, T_INT, T_ENUM };
+enum ktype { T_JOBNAME, T_PATH, T_SLOT, T_IDENTS, T_TABLES, T_ROLES, T_BOOL, T_DURATION, T_SIZE, T_INT, T_ENUM };
 
 struct key {
 	const char *name;
@@ -73,6 +74,9 @@ static struct key keys[] = {
 	K("safety.wal_retention_action", T_ENUM, "warn", 0, 0, "warn|stop"),
 	K("safety.max_retries", T_INT, "5", 0, 1000, NULL),
 	K("safety.sequence_margin", T_INT, "0", 0, 1000000000000, NULL),
+	K("switchover.fence_roles", T_ROLES, "", 0, 0, NULL),
+	K("switchover.max_lag", T_SIZE, "16MB", 0, UINT64_C(1) << 50, NULL),
+	K("switchover.timeout", T_DURATION, "5min", 1000, 86400000, NULL),
 	K("resources.snapshot_timeout", T_DURATION, "6h", 1000, UINT64_C(30) * 86400000, NULL),
 	K("resources.max_message_bytes", T_SIZE, NULL, 1024, UINT64_C(1) << 30, NULL),
 	K("resources.max_inflight_bytes", T_SIZE, "64MB", 64 * 1024, UINT64_C(1) << 40, NULL),
@@ -103,6 +107,8 @@ cfg_error(int line, const char *fmt, ...)
 	{
 		if (line > 0)
 			log_error("%s:%d: %s", cfg_file, line, msg);
+		else if (line == LINE_SET)
+			log_error("%s", msg);
 		else
 			log_error("%s: %s", cfg_file, msg);
 	}
@@ -265,6 +271,68 @@ check_tables(struct key *k, const char *v, int line)
 	return ok;
 }
 
+/*
+ * Role names as the catalog stores them, comma-separated, no duplicates; the
+ * list may be empty. Beyond an identifier's characters a role name may hold
+ * - . and @ (login names often do); nothing that needs quoting on a command
+ * line, and never a comma.
+ */
+static bool
+check_roles(struct key *k, const char *v, int line)
+{
+	struct buf out = BUF_INIT;
+	char *copy = xstrdup(v), *item = copy;
+	bool ok = true;
+
+	while (ok && v[0] != '\0')
+	{
+		char *comma = strchr(item, ','), *r;
+		size_t rl;
+		bool good;
+
+		if (comma)
+			*comma = '\0';
+		r = trim(item);
+		rl = strlen(r);
+		good = rl > 0 && rl <= 63 && !isdigit((unsigned char) r[0]);
+		for (size_t i = 0; good && i < rl; i++)
+			good = isalnum((unsigned char) r[i]) || strchr("_$-.@", r[i]) != NULL;
+		if (!good)
+		{
+			cfg_error(line, "invalid role \"%s\" in %s: use 1-63 letters, digits, _ $ - . or @ as stored in the catalog, names separated by commas",
+					  r, k->name);
+			ok = false;
+		}
+		else
+		{
+			char *list = buf_cstr(&out);
+
+			for (char *q = list; q && *q;)
+			{
+				char *c = strchr(q, ',');
+				size_t ql = c ? (size_t) (c - q) : strlen(q);
+
+				if (ql == rl && memcmp(q, r, rl) == 0)
+				{
+					cfg_error(line, "role \"%s\" is listed twice in %s", r, k->name);
+					ok = false;
+					break;
+				}
+				q = c ? c + 1 : NULL;
+			}
+			buf_printf(&out, "%s%s", out.len ? "," : "", r);
+		}
+		if (comma == NULL)
+			break;
+		item = comma + 1;
+	}
+	if (ok)
+		set_text(k, buf_cstr(&out));
+	free(copy);
+	buf_free(&out);
+	return ok;
+}
+
 /* Validate one value and store its canonical form. */
 static bool
 check_value(struct key *k, const char *v, int line)
@@ -313,6 +381,8 @@ check_value(struct key *k, const char *v, int line)
 			return check_idents(k, v, line);
 		case T_TABLES:
 			return check_tables(k, v, line);
+		case T_ROLES:
+			return check_roles(k, v, line);
 		case T_BOOL:
 			if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
 			{
@@ -483,6 +553,32 @@ read_file(FILE *f)
 		cfg_error(pending_line, "list in %s ends with a comma", pending->name);
 	free(line);
 	buf_free(&cont);
+}
+
+/* --set KEY=VALUE: a command's option in place of the file's value, checked
+ * by the same rules (pgsync switchover --max-lag sets switchover.max_lag). */
+static void
+apply_sets(char **sets, int nsets)
+{
+	for (int i = 0; i < nsets; i++)
+	{
+		char *eq = strchr(sets[i], '=');
+		struct key *k;
+
+		if (eq == NULL)
+		{
+			cfg_error(LINE_SET, "--set needs KEY=VALUE, got \"%s\"", sets[i]);
+			continue;
+		}
+		*eq = '\0';
+		if ((k = key_find(sets[i])) == NULL)
+		{
+			cfg_error(LINE_SET, "unknown key \"%s\" in --set", sets[i]);
+			continue;
+		}
+		k->line = LINE_SET;
+		check_value(k, eq + 1, LINE_SET);
+	}
 }
 
 static uint64_t
@@ -698,7 +794,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-			"usage: pgsync-config [-c FILE] [--state-dir DIR] [-0|--null] [--json]\n"
+			"usage: pgsync-config [-c FILE] [--state-dir DIR] [--set KEY=VALUE]... [-0|--null] [--json]\n"
 			"       pgsync-config --display-url < CONNINFO\n"
 			"       pgsync-config --service NAME [--label TEXT] < CONNINFO\n"
 			"       pgsync-config --catalog-sql\n");
@@ -712,6 +808,7 @@ help(void)
 		   "default or derived value resolved.\n\n"
 		   "  -c, --config FILE    configuration file (default ./pgsync.conf)\n"
 		   "      --state-dir DIR  override job.state_dir\n"
+		   "      --set KEY=VALUE  use VALUE for KEY instead of the file's setting\n"
 		   "  -0, --null           print key=value pairs separated by NUL bytes\n"
 		   "      --json           log errors as JSON lines\n"
 		   "      --display-url    print the connection string read from stdin without its password\n"
@@ -726,7 +823,7 @@ help(void)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_VERSION, OPT_STATEDIR, OPT_JSON };
+	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_VERSION, OPT_STATEDIR, OPT_JSON, OPT_SET };
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"null", no_argument, NULL, '0'},
@@ -738,12 +835,14 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"set", required_argument, NULL, OPT_SET},
 		{NULL, 0, NULL, 0},
 	};
 	const char *state_dir = NULL, *service = NULL, *label = "the connection";
 	bool nul = false, display = false, catalog = false;
 	FILE *f;
-	int c;
+	int c, nsets = 0;
+	char **sets = xcalloc((size_t) argc, sizeof(char *));
 
 	log_init(argv[0]);
 	cfg_file = "pgsync.conf";
@@ -759,6 +858,7 @@ main(int argc, char **argv)
 			case OPT_LABEL: label = optarg; break;
 			case OPT_CATALOG: catalog = true; break;
 			case OPT_JSON: log_set_json(true); break;
+			case OPT_SET: sets[nsets++] = optarg; break;
 			case 'h': help(); return EXIT_DONE;
 			case OPT_VERSION: printf("%s (pgsync) %s\n", log_progname(), PGSYNC_VERSION); return EXIT_DONE;
 			default: usage(stderr); return EXIT_USAGE;
@@ -798,6 +898,8 @@ main(int argc, char **argv)
 		log_fatal(EXIT_USAGE, "cannot open configuration file %s: %s", cfg_file, strerror(errno));
 	read_file(f);
 	fclose(f);
+	apply_sets(sets, nsets);
+	free(sets);
 	if (nerrors == 0)
 		finish();
 	if (nerrors)

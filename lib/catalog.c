@@ -11,7 +11,8 @@ const char catalog_ddl[] =
 	"CREATE TABLE IF NOT EXISTS pgsync.job (\n"
 	"  job text PRIMARY KEY,\n"
 	"  state text NOT NULL DEFAULT 'INITIALIZING' CHECK (state IN\n"
-	"    ('INITIALIZING','SNAPSHOTTING','CATCHING_UP','STREAMING','PAUSED','ERROR','RESYNC_REQUIRED')),\n"
+	"    ('INITIALIZING','SNAPSHOTTING','CATCHING_UP','STREAMING','PAUSED','ERROR','RESYNC_REQUIRED',\n"
+	"     'SWITCHED_OVER')),\n"
 	"  slot text,\n"
 	"  slot_owned boolean NOT NULL DEFAULT false,\n"
 	"  publication text,\n"
@@ -75,11 +76,31 @@ const char catalog_ddl[] =
 	"  PRIMARY KEY (schema_name, table_name)\n"
 	");\n"
 	/* The last pgsync verify of the job: when, at which consistent point,
-	 * and its outcome (identical, different, error). Added last: the
-	 * fast paths look for verify_outcome. */
+	 * and its outcome (identical, different, error). */
 	"ALTER TABLE pgsync.job ADD COLUMN IF NOT EXISTS verified_at timestamptz,\n"
 	"  ADD COLUMN IF NOT EXISTS verified_lsn pg_lsn,\n"
-	"  ADD COLUMN IF NOT EXISTS verify_outcome text;\n";
+	"  ADD COLUMN IF NOT EXISTS verify_outcome text;\n"
+	/* pgsync switchover: the state SWITCHED_OVER (a catalog from before it
+	 * gets the wider check), the final position and when. */
+	"ALTER TABLE pgsync.job DROP CONSTRAINT IF EXISTS job_state_check;\n"
+	"ALTER TABLE pgsync.job ADD CONSTRAINT job_state_check CHECK (state IN\n"
+	"    ('INITIALIZING','SNAPSHOTTING','CATCHING_UP','STREAMING','PAUSED','ERROR','RESYNC_REQUIRED',\n"
+	"     'SWITCHED_OVER'));\n"
+	"ALTER TABLE pgsync.job ADD COLUMN IF NOT EXISTS switchover_lsn pg_lsn,\n"
+	"  ADD COLUMN IF NOT EXISTS switched_over_at timestamptz;\n"
+	/* The roles a switchover fenced on the source and the setting each had
+	 * before (previous NULL: none), written before the fence and deleted
+	 * when it is undone, so that an interrupted switchover's fence can
+	 * always be put back exactly. Not tied to the job row: cleanup must not
+	 * forget a fence. Created last: the fast paths look for it. */
+	"CREATE TABLE IF NOT EXISTS pgsync.fence (\n"
+	"  job text NOT NULL,\n"
+	"  role_name text NOT NULL,\n"
+	"  database_name text NOT NULL,\n"
+	"  previous text,\n"
+	"  fenced_at timestamptz NOT NULL DEFAULT now(),\n"
+	"  PRIMARY KEY (job, role_name)\n"
+	");\n";
 
 bool
 catalog_ensure(PGconn *conn, struct pgerr *err)
@@ -90,9 +111,8 @@ catalog_ensure(PGconn *conn, struct pgerr *err)
 	/* Fast path: already there (the common case, and needs no CREATE right).
 	 * What the DDL creates last is looked for, so that a catalog from
 	 * before it was added gets it. */
-	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
-				 "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' "
-				 "AND c.relname = 'job' AND a.attname = 'verify_outcome' AND NOT a.attisdropped");
+	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'fence'");
 	if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 	{
 		PQclear(res);

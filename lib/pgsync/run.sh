@@ -132,11 +132,18 @@ stop_stream() {
 
 # Once per heartbeat interval: both servers answer (an outage is tracked);
 # CATCHING_UP -> STREAMING when the applied position reached the WAL end
-# seen at connect; slot health; retention.
+# seen at connect; slot health; retention. Sets SWITCHED when pgsync
+# switchover recorded the job's switchover: the stream must stop, the
+# target being the application's database from then on.
 monitor_tick() {
-	local applied rc
-	if ! applied=$(sql tgt <<<"SELECT coalesce(applied_lsn::text, '') FROM pgsync.job WHERE job = :'job'"); then
+	local applied rc state
+	if ! applied=$(sql tgt <<<"SELECT coalesce(applied_lsn::text, '') || E'\x1f' || state FROM pgsync.job WHERE job = :'job'"); then
 		outage target "$(sql_error)"
+		return 0
+	fi
+	IFS=$'\x1f' read -r applied state <<<"$applied"
+	if [[ $state == SWITCHED_OVER ]]; then
+		SWITCHED=1
 		return 0
 	fi
 	outage_over target && return 0
@@ -268,6 +275,8 @@ cmd_run() {
 	case $JOB_STATE in
 	INITIALIZING | SNAPSHOTTING)
 		die $EX_PREFLIGHT "job $JOB has not completed its bootstrap (state $JOB_STATE${JOB_LAST_ERROR:+: $JOB_LAST_ERROR}): run pgsync bootstrap${JOB_LAST_ERROR:+ --restart-snapshot}" ;;
+	SWITCHED_OVER)
+		die $EX_PREFLIGHT "job $JOB was switched over: the target takes the application's writes and is not replicated into again; pgsync cleanup --yes drops the job's slot" ;;
 	RESYNC_REQUIRED)
 		if ! wrong_server_cause "$JOB_LAST_ERROR"; then
 			die $EX_RESYNC "job $JOB requires a resync (${JOB_LAST_ERROR:-continuity lost}): $RESYNC_ACTION"
@@ -292,6 +301,7 @@ cmd_run() {
 	log_info "job $JOB: streaming slot $SLOT from $SRC_DISPLAY into $TGT_DISPLAY from $(applied_position), state CATCHING_UP until $WAL_END_AT_CONNECT"
 
 	local attempts=0 max=${CFG[safety.max_retries]} backoff progress_mark why
+	SWITCHED=0
 	while :; do
 		write_checkpoint
 		progress_mark=$(applied_position)
@@ -314,6 +324,10 @@ cmd_run() {
 			job_read && break
 			why="cannot read the target ($TGT_DISPLAY): $(sql_error)"
 		done
+		if [[ $JOB_STATE == SWITCHED_OVER ]]; then
+			log_info "job $JOB was switched over: the stream is not restarted"
+			return $EX_OK
+		fi
 		# Behind the source again: continuity is proven anew, and the job
 		# is STREAMING (last_error cleared) once it caught up.
 		RUN_STATE=CATCHING_UP WAL_END_AT_CONNECT=""
@@ -338,7 +352,14 @@ stream_once() {
 			log_info "job $JOB stopped cleanly (state $RUN_STATE); pgsync run resumes it"
 			return 1
 			;;
-		tick) monitor_tick ;;
+		tick)
+			monitor_tick
+			if ((SWITCHED)); then
+				stop_stream
+				log_info "job $JOB was switched over: stream stopped, the target takes the application's writes"
+				return 1
+			fi
+			;;
 		exit)
 			[[ $WAIT_PID == "$WALCAT_PID" ]] && first_name=pg-walcat || first_name=pg-apply
 			first_rc=$WAIT_RC

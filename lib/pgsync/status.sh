@@ -52,9 +52,10 @@ WITH j AS (
   SELECT j.state AS jstate, j.slot AS jslot, j.slot_owned, j.applied_lsn AS japplied, j.consistent_lsn,
          j.applied_commit_time, j.snapshot_done_at, j.last_error AS jerror, j.source_sysid,
          j.source_timeline, j.created_at, j.updated_at,
-         -- a catalog from before verify lacks these: read through jsonb
+         -- a catalog from before verify or switchover lacks these: read through jsonb
          to_jsonb(j) ->> 'verified_at' AS verified_at, to_jsonb(j) ->> 'verified_lsn' AS verified_lsn,
          to_jsonb(j) ->> 'verify_outcome' AS verify_outcome,
+         to_jsonb(j) ->> 'switchover_lsn' AS switchover_lsn, to_jsonb(j) ->> 'switched_over_at' AS switched_over_at,
          rr.pid, rr.host, rr.version, rr.state AS rstate, rr.connection_state, rr.source_version,
          rr.received_lsn, rr.applied_lsn AS rapplied, rr.lag_bytes, rr.transactions, rr.changes,
          rr.transactions_per_sec, rr.rows_per_sec, rr.reconnects, rr.rss_bytes, rr.last_apply_at,
@@ -79,6 +80,9 @@ WITH j AS (
     'resync_required', d.resync_required,
     'resync_reason', CASE WHEN d.jstate = 'RESYNC_REQUIRED' THEN d.jerror ELSE d.live_reason END,
     'action', CASE
+        WHEN d.jstate = 'SWITCHED_OVER' THEN 'point the application at the target; pgsync switchover --undo-fence lifts the source''s fence'
+            || CASE WHEN :'fenced_roles' = '' THEN ' (none recorded)' ELSE '' END
+        WHEN :'fenced_roles' <> '' THEN 'pgsync switchover --undo-fence (an interrupted switchover left the source''s roles fenced)'
         WHEN d.resync_required AND d.wrong_server
           THEN format('point PGSYNC_SOURCE_URL at the job''s server (system identifier %s), then pgsync run', d.source_sysid)
         WHEN d.healed THEN 'pgsync run'
@@ -124,6 +128,9 @@ WITH j AS (
       'timeline', d.source_timeline),
     'verification', CASE WHEN d.verified_at IS NOT NULL THEN jsonb_build_object(
       'verified_at', d.verified_at::timestamptz, 'verified_lsn', d.verified_lsn, 'outcome', d.verify_outcome) END,
+    'switchover', jsonb_build_object(
+      'final_lsn', d.switchover_lsn, 'switched_over_at', d.switched_over_at::timestamptz,
+      'fenced_roles', to_jsonb(string_to_array(nullif(:'fenced_roles', ''), ','))),
     'heartbeat', CASE WHEN d.heartbeat_at IS NULL AND d.pid IS NULL THEN NULL ELSE jsonb_build_object(
       'pid', d.pid, 'host', d.host, 'version', d.version, 'state', d.rstate,
       'connection_state', d.connection_state, 'source_version', d.source_version,
@@ -145,6 +152,10 @@ SELECT CASE :'format'
     'state:           ' || (v ->> 'state') || CASE WHEN (v ->> 'resync_required')::boolean THEN ' (resync required: ' || (v ->> 'resync_reason') || ')' ELSE '' END,
     'action:          ' || coalesce(v ->> 'action', '-'),
     'last error:      ' || coalesce(v ->> 'last_error', '-'),
+    CASE WHEN v #>> '{switchover,final_lsn}' IS NOT NULL THEN
+      format('switched over:   at %s, final position %s', v #>> '{switchover,switched_over_at}', v #>> '{switchover,final_lsn}') END,
+    CASE WHEN jsonb_array_length(coalesce(v #> '{switchover,fenced_roles}', '[]')) > 0 THEN
+      'fenced roles:    ' || (SELECT string_agg(r, ', ') FROM jsonb_array_elements_text(v #> '{switchover,fenced_roles}') r) END,
     'connection:      ' || (v ->> 'connection_state') || coalesce(format(' (pid %s on %s, heartbeat %s s ago%s)',
         v #>> '{heartbeat,pid}', v #>> '{heartbeat,host}', v #>> '{heartbeat,age_seconds}',
         CASE WHEN (v #>> '{heartbeat,stale}')::boolean THEN ', STALE: the process is probably gone'
@@ -197,7 +208,7 @@ SELECT CASE :'format'
       ('pgsync_transactions_per_second', 'Transactions per second over the last heartbeat interval.', 'gauge', (v #>> '{heartbeat,transactions_per_sec}')::numeric),
       ('pgsync_rows_per_second', 'Rows per second over the last heartbeat interval.', 'gauge', (v #>> '{heartbeat,rows_per_sec}')::numeric),
       ('pgsync_rss_bytes', 'Resident memory of the applying process.', 'gauge', (v #>> '{heartbeat,rss_bytes}')::numeric)
-    ), states(s) AS (VALUES ('INITIALIZING'), ('SNAPSHOTTING'), ('CATCHING_UP'), ('STREAMING'), ('PAUSED'), ('ERROR'), ('RESYNC_REQUIRED'))
+    ), states(s) AS (VALUES ('INITIALIZING'), ('SNAPSHOTTING'), ('CATCHING_UP'), ('STREAMING'), ('PAUSED'), ('ERROR'), ('RESYNC_REQUIRED'), ('SWITCHED_OVER'))
     SELECT string_agg(block, E'\n' ORDER BY ord) FROM (
       SELECT row_number() OVER () AS ord, concat_ws(E'\n',
         format('# HELP %s %s', m.name, m.help), format('# TYPE %s %s', m.name, m.type),
@@ -230,12 +241,17 @@ cmd_status() {
 	else
 		src_error="PGSYNC_SOURCE_URL is not set"
 	fi
+	local fenced=""
+	if catalog_exists fence; then
+		fenced=$(sql tgt <<<"SELECT string_agg(role_name, ',' ORDER BY role_name) FROM pgsync.fence WHERE job = :'job'") ||
+			die $EX_RUNTIME "cannot read the job's fence from the target: $(sql_error)"
+	fi
 	local format=text
 	((STATUS_JSON)) && format=json
 	((PROMETHEUS)) && format=prom
 	local wrong=f
 	[[ $JOB_STATE == RESYNC_REQUIRED ]] && wrong_server_cause "$JOB_LAST_ERROR" && wrong=t
-	sql tgt -v format="$format" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" \
+	sql tgt -v format="$format" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" -v fenced_roles="$fenced" \
 		-v src_reachable="$reachable" -v src_error="$src_error" -v src_sysid="$sysid" \
 		-v src_current="${SLOT_CURRENT:-}" -v src_display="$SRC_DISPLAY" -v slot_exists="$SLOT_EXISTS" \
 		-v slot_active="${SLOT_ACTIVE:-}" -v slot_active_pid="${SLOT_ACTIVE_PID:-}" \
