@@ -183,7 +183,7 @@ EOF
 	run bash -c "pgsync-config -c base.conf -0 | tr '\\0' '\\n'"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "config.file=$BATS_TEST_TMPDIR/base.conf" ]
-	[ "${#lines[@]}" -eq 20 ]
+	[ "${#lines[@]}" -eq 23 ]
 	[[ $output == *$'\n'"safety.max_retries=5"$'\n'* ]]
 }
 
@@ -289,7 +289,7 @@ EOF
 	[ "$status" -eq 0 ]
 	[[ $output == *"replication.tables = public.orders,public.order_lines,billing.invoices"* ]]
 	sed -E 's/^#([a-z_]+\.[a-z_]+ = )/\1/' "$PGSYNC_ROOT/doc/pgsync.conf.example" >all.conf
-	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 19 ]
+	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 22 ]
 	run pgsync-config -c all.conf
 	[ "$status" -eq 0 ]
 	[[ $output != *"# default"* ]]

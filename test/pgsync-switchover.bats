@@ -308,3 +308,16 @@ still_streaming() {
 	same_tables sw_other
 	psql_at tgt -c "INSERT INTO sw_other (v) VALUES ('after')"
 }
+
+@test "check names the privileges the fencing role lacks, and passes once it has them" {
+	run pgs sw check
+	[[ $output == *"ok    source: role sw_admin can fence sw_app, sw_app2 for pgsync switchover"* ]]
+	psql_at src -c "REVOKE pg_signal_backend FROM sw_admin; ALTER ROLE sw_admin NOCREATEROLE"
+	run pgs sw check
+	psql_at src -c "GRANT pg_signal_backend TO sw_admin; ALTER ROLE sw_admin CREATEROLE"
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: switchover: role sw_admin cannot change the settings of role sw_app (ALTER ROLE ... SET); fix: ALTER ROLE sw_admin CREATEROLE"* ]]
+	[[ $output == *"FAIL  source: switchover: role sw_admin cannot terminate the sessions of other roles; fix: GRANT pg_signal_backend TO sw_admin"* ]]
+	PGSYNC_SOURCE_ADMIN_URL="$src_URL user=sw_admin dbname=template1" run pgs sw check
+	[[ $output == *"FAIL  source: switchover: PGSYNC_SOURCE_ADMIN_URL connects to database template1, the source is postgres; fix: let PGSYNC_SOURCE_ADMIN_URL name database postgres"* ]]
+}

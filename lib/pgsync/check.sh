@@ -3,6 +3,9 @@
 # the same checks before it creates anything. Reads only: it must never
 # create, alter or lock anything on the source or the target.
 
+# shellcheck source=lib/pgsync/switchover.sh
+source "$PGSYNC_LIBDIR/switchover.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/switchover.sh"
+
 declare -a FINDINGS=()
 CHECK_FAILS=0 CHECK_WARNS=0
 
@@ -396,6 +399,8 @@ preflight() {
 		srccols=$(sql src <<<"$CHECK_SOURCE_COLUMNS_SQL") || srccols='{}'
 		srctypes=$(sql src <<<"$CHECK_SOURCE_TYPES_SQL") || srctypes='{}'
 		sequences_check
+		# The fence matters only to switchover: bootstrap does not need it.
+		[[ $mode != check ]] || fence_check
 	else
 		finding fail source "cannot connect to the source ($SRC_DISPLAY): $(sql_error)" \
 			"check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"

@@ -65,13 +65,38 @@ SW_FENCED=0
 # fence_problems: every reason the fence cannot be set, one a line (what,
 # fix, separated by 0x1f); also used by check.
 fence_problems() {
-	local me
+	local me admdb srcdb
 	sql adm -v roles="${CFG[switchover.fence_roles]}" <<<"$FENCE_PRIVS_SQL" || return 1
-	me=$(sql src <<<"SELECT current_user") || return 1
+	admdb=$(sql adm <<<"SELECT current_database()") || return 1
+	IFS=$'\x1f' read -r me srcdb < <(sql src <<<"SELECT current_user, current_database()") || return 1
+	if [[ $admdb != "$srcdb" ]]; then
+		printf '%s\x1f%s\n' "PGSYNC_SOURCE_ADMIN_URL connects to database $admdb, the source is $srcdb" \
+			"let PGSYNC_SOURCE_ADMIN_URL name database $srcdb"
+	fi
 	if [[ ",${CFG[switchover.fence_roles]}," == *",$me,"* ]]; then
 		printf '%s\x1f%s\n' "role $me in switchover.fence_roles is the role pgsync replicates with" \
 			"remove $me from switchover.fence_roles"
 	fi
+}
+
+# check, with switchover.fence_roles: the fence can be set. Findings via
+# check.sh's finding().
+fence_check() {
+	local rows what fix who
+	[[ -n ${CFG[switchover.fence_roles]} ]] || return 0
+	if ! rows=$(fence_problems); then
+		finding fail source "cannot read the roles to fence over ${ADM_DISPLAY}: $(sql_error)" \
+			"check PGSYNC_SOURCE_ADMIN_URL (or, without it, PGSYNC_SOURCE_URL)"
+		return 0
+	fi
+	if [[ -z $rows ]]; then
+		who=$(sql adm <<<"SELECT current_user") || who=?
+		finding ok source "role $who can fence ${CFG[switchover.fence_roles]//,/, } for pgsync switchover"
+		return 0
+	fi
+	while IFS=$'\x1f' read -r what fix; do
+		[[ -n $what ]] && finding fail source "switchover: $what" "$fix"
+	done <<<"$rows"
 }
 
 # fence_record: the fenced roles' present settings into pgsync.fence, before
