@@ -188,6 +188,16 @@ still_streaming() {
 	still_streaming
 }
 
+@test "a switchover --verify that finds a difference undoes its fence and exits 5" {
+	psql_at tgt -c "UPDATE sw_plain SET v = 'changed behind pgsync' WHERE k = 7"
+	run pgs sw switchover --verify
+	psql_at tgt -c "UPDATE sw_plain SET v = 'seed' WHERE k = 7"
+	[ "$status" -eq 5 ]
+	[[ $output == *"public.sw_plain: "*" 1 differing"* ]]
+	[[ $output == *"the target's tables differ from the source's"*"the fence is undone"* ]]
+	still_streaming
+}
+
 @test "a switchover killed outright leaves its fence recorded; status says so and --undo-fence restores it exactly" {
 	pause_stream
 	psql_at src -c "INSERT INTO sw_plain VALUES (6000, 'behind')"
@@ -296,12 +306,13 @@ still_streaming() {
 	start_run sw2
 	wait_until 60 state_is sw2 STREAMING
 	psql_at src -c "INSERT INTO sw_other (v) VALUES ('last')"
-	run pgs sw2 --json switchover --no-fence
+	run pgs sw2 --json switchover --no-fence --verify
+	echo "$output"
 	[ "$status" -eq 0 ]
 	local report
 	report=$(grep '^{"job"' <<<"$output")
 	[ "$(jq -r '.state, .fenced, .sequences_set, (.steps | length > 0)' <<<"$report" | tr '\n' ' ')" = "SWITCHED_OVER false 1 true " ]
-	[[ $(jq -r '.outage_seconds >= 0 and (.final_lsn | test("^[0-9A-F]+/[0-9A-F]+$"))' <<<"$report") == true ]]
+	[[ $(jq -r '.outage_seconds >= 0 and (.final_lsn | test("^[0-9A-F]+/[0-9A-F]+$")) and .rows_verified == 6' <<<"$report") == true ]]
 	roles_unfenced
 	wait_run 60
 	[ "$RUN_STATUS" -eq 0 ]

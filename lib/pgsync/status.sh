@@ -154,7 +154,7 @@ SELECT CASE :'format'
     'last error:      ' || coalesce(v ->> 'last_error', '-'),
     CASE WHEN v #>> '{switchover,final_lsn}' IS NOT NULL THEN
       format('switched over:   at %s, final position %s', v #>> '{switchover,switched_over_at}', v #>> '{switchover,final_lsn}') END,
-    CASE WHEN jsonb_array_length(coalesce(v #> '{switchover,fenced_roles}', '[]')) > 0 THEN
+    CASE WHEN jsonb_typeof(v #> '{switchover,fenced_roles}') = 'array' THEN
       'fenced roles:    ' || (SELECT string_agg(r, ', ') FROM jsonb_array_elements_text(v #> '{switchover,fenced_roles}') r) END,
     'connection:      ' || (v ->> 'connection_state') || coalesce(format(' (pid %s on %s, heartbeat %s s ago%s)',
         v #>> '{heartbeat,pid}', v #>> '{heartbeat,host}', v #>> '{heartbeat,age_seconds}',

@@ -295,19 +295,32 @@ switchover_sequences() {
 	step_end
 }
 
-# 5: the comparison, by pgsync verify itself.
+# 5: the comparison: pgsync verify itself, in a subshell (its exits stay
+# there); its report goes to stderr, the rows it compared into the report.
 switchover_verify() {
-	local out rc
+	local out rc n
 	SW_ROWS=""
 	((SW_VERIFY)) || return 0
-	step_begin "comparing the tables"
-	[[ -r $PGSYNC_LIBDIR/verify.sh ]] ||
-		switchover_fail $EX_USAGE "--verify needs pgsync verify, which this installation lacks"
-	out=$("$PGSYNC_HERE/pgsync" -c "$CONFIG" ${STATE_OPT:+--state-dir "$STATE_OPT"} --json verify 2>"$WORK/verify.err")
+	step_begin "comparing the tables (pgsync verify)"
+	out=$(
+		# shellcheck source=lib/pgsync/verify.sh
+		source "$PGSYNC_LIBDIR/verify.sh" || exit $EX_RUNTIME
+		cmd_verify
+	)
 	rc=$?
+	[[ -z $out ]] || printf '%s\n' "$out" >&2
 	stop_requested
-	((rc == 0)) || switchover_fail "$rc" "pgsync verify exited with status $rc: $(grep -m 1 -o '"msg":"[^"]*"' "$WORK/verify.err" | cut -d'"' -f4)"
-	SW_ROWS=$(jq -r '[.. | objects | .rows_compared? // empty] | add // empty' <<<"$out" 2>/dev/null)
+	case $rc in
+	0) ;;
+	5) switchover_fail $EX_UNSUPPORTED "the target's tables differ from the source's (pgsync verify --show-keys names the rows)" ;;
+	*) switchover_fail "$rc" "the comparison failed (pgsync verify exited with status $rc)" ;;
+	esac
+	if ((STATUS_JSON)); then
+		[[ $out =~ \"rows_compared\":([0-9]+) ]] && SW_ROWS=${BASH_REMATCH[1]}
+	else
+		SW_ROWS=0
+		while read -r n; do SW_ROWS=$((SW_ROWS + n)); done < <(grep -oE '[0-9]+ rows compared' <<<"$out" | cut -d' ' -f1)
+	fi
 	step_end
 }
 
