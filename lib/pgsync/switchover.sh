@@ -295,18 +295,19 @@ switchover_sequences() {
 	step_end
 }
 
-# 5: the comparison: pgsync verify itself, in a subshell (its exits stay
-# there); its report goes to stderr, the rows it compared into the report.
+# 5: the comparison: pgsync verify itself, as its own process (it runs
+# children and exits as any command does), given the connections this one
+# was given; its report goes to stderr, the rows it compared into ours.
 switchover_verify() {
 	local out rc n
+	local -a opts=(-c "$CONFIG" --log "$LOG_LEVEL_NAME")
 	SW_ROWS=""
 	((SW_VERIFY)) || return 0
 	step_begin "comparing the tables (pgsync verify)"
-	out=$(
-		# shellcheck source=lib/pgsync/verify.sh
-		source "$PGSYNC_LIBDIR/verify.sh" || exit $EX_RUNTIME
-		cmd_verify
-	)
+	[[ -z $STATE_OPT ]] || opts+=(--state-dir "$STATE_OPT")
+	((STATUS_JSON == 0)) || opts+=(--json)
+	out=$(PGSYNC_SOURCE_URL=$PGSYNC_SOURCE_URL PGSYNC_TARGET_URL=$PGSYNC_TARGET_URL \
+		"$PGSYNC_HERE/pgsync" "${opts[@]}" verify)
 	rc=$?
 	[[ -z $out ]] || printf '%s\n' "$out" >&2
 	stop_requested
