@@ -201,17 +201,61 @@ set_num(struct key *k, uint64_t v, const char *unit)
 	set_text(k, tmp);
 }
 
+/* Whether the comma-separated LIST already holds ITEM, exactly. */
+static bool
+list_has(const char *list, const char *item)
+{
+	size_t il = strlen(item);
+
+	for (const char *q = list; q && *q;)
+	{
+		const char *c = strchr(q, ',');
+		size_t ql = c ? (size_t) (c - q) : strlen(q);
+
+		if (ql == il && memcmp(q, item, il) == 0)
+			return true;
+		q = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+/* A table (or sequence) name as the catalog stores it: schema.name. */
+static bool
+qualified_ok(const char *t)
+{
+	const char *dot = strchr(t, '.');
+
+	return dot && ident_ok(t, (size_t) (dot - t)) && ident_ok(dot + 1, strlen(dot + 1));
+}
+
 /*
- * Tables (or sequences): "schema.name" items, comma-separated, no
- * duplicates. An optional list (default "") may be empty.
+ * A role name as the catalog stores it. Beyond an identifier's characters
+ * a role name may hold - . and @ (login names often do); nothing that needs
+ * quoting on a command line, and never a comma.
  */
 static bool
-check_tables(struct key *k, const char *v, int line)
+role_ok(const char *r)
+{
+	size_t rl = strlen(r);
+	bool good = rl > 0 && rl <= 63 && !isdigit((unsigned char) r[0]);
+
+	for (size_t i = 0; good && i < rl; i++)
+		good = isalnum((unsigned char) r[i]) || strchr("_$-.@", r[i]) != NULL;
+	return good;
+}
+
+/*
+ * A comma-separated list of NOUNs, each VALID, no duplicates (names are not
+ * case-folded, so an exact match is one). An optional list (default "")
+ * may be empty. EXPECT says what an item must look like.
+ */
+static bool
+check_list(struct key *k, const char *v, int line, const char *noun,
+		   bool (*valid) (const char *), const char *expect)
 {
 	struct buf out = BUF_INIT;
 	char *copy, *item;
 	bool ok = true;
-	const char *noun = strcmp(k->name, "replication.sequences") == 0 ? "sequence" : "table";
 
 	if (v[0] == '\0' && k->def && k->def[0] == '\0')
 	{
@@ -221,39 +265,24 @@ check_tables(struct key *k, const char *v, int line)
 	copy = item = xstrdup(v);
 	for (;;)
 	{
-		char *comma = strchr(item, ','), *t, *dot;
+		char *comma = strchr(item, ','), *t;
 
 		if (comma)
 			*comma = '\0';
 		t = trim(item);
-		dot = strchr(t, '.');
 		if (t[0] == '\0')
 		{
 			cfg_error(line, "empty item in %s", k->name);
 			ok = false;
 		}
-		else if (dot == NULL || !ident_ok(t, (size_t) (dot - t)) || !ident_ok(dot + 1, strlen(dot + 1)))
+		else if (!valid(t))
 		{
-			cfg_error(line, "invalid %s \"%s\" in %s: expected schema.%s, each name 1-63 letters, digits, _ or $ as stored in the catalog",
-					  noun, t, k->name, noun);
+			cfg_error(line, "invalid %s \"%s\" in %s: %s", noun, t, k->name, expect);
 			ok = false;
 		}
 		else
 		{
-			/* Names are not case-folded, so an exact match is a duplicate. */
-			char *list = buf_cstr(&out), *q = list;
-			size_t tl = strlen(t);
-			bool dup = false;
-
-			while (q && *q)
-			{
-				char *c = strchr(q, ',');
-				size_t ql = c ? (size_t) (c - q) : strlen(q);
-
-				dup |= ql == tl && memcmp(q, t, tl) == 0;
-				q = c ? c + 1 : NULL;
-			}
-			if (dup)
+			if (list_has(buf_cstr(&out), t))
 			{
 				cfg_error(line, "%s \"%s\" is listed twice in %s", noun, t, k->name);
 				ok = false;
@@ -271,66 +300,23 @@ check_tables(struct key *k, const char *v, int line)
 	return ok;
 }
 
-/*
- * Role names as the catalog stores them, comma-separated, no duplicates; the
- * list may be empty. Beyond an identifier's characters a role name may hold
- * - . and @ (login names often do); nothing that needs quoting on a command
- * line, and never a comma.
- */
+/* Tables (or sequences): "schema.name" items. */
+static bool
+check_tables(struct key *k, const char *v, int line)
+{
+	bool seq = strcmp(k->name, "replication.sequences") == 0;
+
+	return check_list(k, v, line, seq ? "sequence" : "table", qualified_ok,
+					  seq ? "expected schema.sequence, each name 1-63 letters, digits, _ or $ as stored in the catalog"
+					  : "expected schema.table, each name 1-63 letters, digits, _ or $ as stored in the catalog");
+}
+
+/* Roles: switchover.fence_roles. */
 static bool
 check_roles(struct key *k, const char *v, int line)
 {
-	struct buf out = BUF_INIT;
-	char *copy = xstrdup(v), *item = copy;
-	bool ok = true;
-
-	while (ok && v[0] != '\0')
-	{
-		char *comma = strchr(item, ','), *r;
-		size_t rl;
-		bool good;
-
-		if (comma)
-			*comma = '\0';
-		r = trim(item);
-		rl = strlen(r);
-		good = rl > 0 && rl <= 63 && !isdigit((unsigned char) r[0]);
-		for (size_t i = 0; good && i < rl; i++)
-			good = isalnum((unsigned char) r[i]) || strchr("_$-.@", r[i]) != NULL;
-		if (!good)
-		{
-			cfg_error(line, "invalid role \"%s\" in %s: use 1-63 letters, digits, _ $ - . or @ as stored in the catalog, names separated by commas",
-					  r, k->name);
-			ok = false;
-		}
-		else
-		{
-			char *list = buf_cstr(&out);
-
-			for (char *q = list; q && *q;)
-			{
-				char *c = strchr(q, ',');
-				size_t ql = c ? (size_t) (c - q) : strlen(q);
-
-				if (ql == rl && memcmp(q, r, rl) == 0)
-				{
-					cfg_error(line, "role \"%s\" is listed twice in %s", r, k->name);
-					ok = false;
-					break;
-				}
-				q = c ? c + 1 : NULL;
-			}
-			buf_printf(&out, "%s%s", out.len ? "," : "", r);
-		}
-		if (comma == NULL)
-			break;
-		item = comma + 1;
-	}
-	if (ok)
-		set_text(k, buf_cstr(&out));
-	free(copy);
-	buf_free(&out);
-	return ok;
+	return check_list(k, v, line, "role", role_ok,
+					  "use 1-63 letters, digits, _ $ - . or @ as stored in the catalog, names separated by commas");
 }
 
 /* Validate one value and store its canonical form. */

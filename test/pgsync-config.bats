@@ -108,6 +108,30 @@ conf() {
 	[ "$output" = 'pgsync-config: error: t3.conf:4: table "public.a" is listed twice in replication.tables' ]
 }
 
+@test "switchover.fence_roles: role names as stored, no duplicates; --set checks a command's value by the key's rules" {
+	conf "switchover.fence_roles = app, app-batch , ops@eu"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"switchover.fence_roles = app,app-batch,ops@eu"* ]]
+	conf "switchover.fence_roles = app, app"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[[ $output == *'role "app" is listed twice in switchover.fence_roles'* ]]
+	conf "switchover.fence_roles = app; DROP"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[[ $output == *'invalid role "app; DROP" in switchover.fence_roles'* ]]
+	run pgsync-config -c base.conf --set switchover.max_lag=1MB --set switchover.timeout=30s
+	[ "$status" -eq 0 ]
+	[[ $output == *"switchover.max_lag = 1048576"* && $output == *"switchover.timeout = 30000ms"* ]]
+	run pgsync-config -c base.conf --set switchover.timeout=0s
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: switchover.timeout must be between 1s and 86400s" ]
+	run pgsync-config -c base.conf --set switchover.nope=1
+	[ "$status" -eq 2 ]
+	[ "$output" = 'pgsync-config: error: unknown key "switchover.nope" in --set' ]
+}
+
 @test "source.publication is one name or a comma-separated list; source.publications is refused with the syntax" {
 	printf 'job.name = j\nsource.slot = s\nsource.publication = a,  b ,c\nreplication.tables = public.a\n' >p1.conf
 	run pgsync-config -c p1.conf
