@@ -200,6 +200,22 @@ expect_difference() {
 	pgs vr cleanup --yes
 }
 
+@test "a catalog from before verify, owned by another role: verify warns, prints, records nothing; its owner's verify adds the columns" {
+	tgt_sql "ALTER TABLE pgsync.job DROP COLUMN verified_at, DROP COLUMN verified_lsn, DROP COLUMN verify_outcome;
+		ALTER TABLE pgsync.job OWNER TO postgres; GRANT SELECT, INSERT, UPDATE, DELETE ON pgsync.job TO vf_tgt"
+	run pgs vf verify --table public.vk_nokey
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"pgsync: warning: cannot add the verify columns to pgsync.job (must be owner of table job (SQLSTATE 42501)): the result is not recorded"* ]]
+	[[ $output == *"public.vk_nokey: 40 rows compared, 0 missing on target, 0 only on target, 0 differing"* ]]
+	run pgs vf status
+	[[ $output == *"verified:        never (pgsync verify)"* ]]
+	tgt_sql "ALTER TABLE pgsync.job OWNER TO vf_tgt"
+	run pgs vf verify --table public.vk_nokey
+	[ "$status" -eq 0 ]
+	[ "$(job_field vf verify_outcome)" = identical ]
+}
+
 @test "status shows the last verification; bad verify options are usage errors" {
 	run pgs vf status
 	[[ $output == *"verified:        identical at "*" (consistent point "*")"* ]]

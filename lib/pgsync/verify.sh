@@ -387,13 +387,27 @@ verify_table() {
 
 # --- the command ----------------------------------------------------------------
 
+# The job's verify columns (lib/catalog.c) on a catalog from before them:
+# the catalog's own DDL adds them when we may; otherwise the result is only
+# printed. Sets VERIFY_RECORD.
+verify_catalog() {
+	local r
+	VERIFY_RECORD=1
+	r=$(sql tgt <<<"SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'pgsync.job'::regclass AND attname = 'verify_outcome' AND NOT attisdropped)") ||
+		die $EX_RUNTIME "cannot read the target ($TGT_DISPLAY): $(sql_error)"
+	[[ $r == f ]] || return 0
+	pgsync-config --catalog-sql | sql tgt -1 >/dev/null && return 0
+	log_warn "cannot add the verify columns to pgsync.job ($(sql_error)): the result is not recorded; run pgsync verify once as the catalog's owner"
+	VERIFY_RECORD=0
+}
+
 cmd_verify() {
 	need_programs pg-slot pg-snapshot-dump pg-walcat pg-apply psql
 	setup_connections yes
 	trap_stop
-	catalog_ensure
 	job_load
 	((JOB_EXISTS)) || die $EX_PREFLIGHT "job $JOB does not exist in the target ($TGT_DISPLAY): run pgsync bootstrap first"
+	verify_catalog
 	case $JOB_STATE in
 	INITIALIZING | SNAPSHOTTING) die $EX_PREFLIGHT "job $JOB has not completed its bootstrap (state $JOB_STATE): nothing to verify yet" ;;
 	RESYNC_REQUIRED) die $EX_RESYNC "job $JOB requires a resync (${JOB_LAST_ERROR:-continuity lost}): $RESYNC_ACTION" ;;
@@ -481,10 +495,11 @@ verify_report() {
 		fi
 	done
 	if ((errors)); then
-		job_update "verified_at = now(), verified_lsn = :'lsn', verify_outcome = 'error'" lsn="$VERIFY_LSN" >/dev/null
+		((!VERIFY_RECORD)) ||
+			job_update "verified_at = now(), verified_lsn = :'lsn', verify_outcome = 'error'" lsn="$VERIFY_LSN" >/dev/null
 		die $EX_RUNTIME "verify of job $JOB failed for $errors table(s)"
 	fi
-	job_update "verified_at = now(), verified_lsn = :'lsn', verify_outcome = :'oc'" lsn="$VERIFY_LSN" oc="$outcome" ||
+	((!VERIFY_RECORD)) || job_update "verified_at = now(), verified_lsn = :'lsn', verify_outcome = :'oc'" lsn="$VERIFY_LSN" oc="$outcome" ||
 		log_error "cannot record the verification in pgsync.job: $(sql_error)"
 	if ((STATUS_JSON)); then
 		printf '{"format_version":1,"job":"%s","verified_lsn":"%s","outcome":"%s","rows_compared":%d,"pause_ms":%d,"elapsed_ms":%d,"tables":[%s]}\n' \
