@@ -62,6 +62,10 @@ tgt_sql() {
 	psql_at tgt -c "$1"
 }
 
+open_xact() {
+	[ "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND backend_xid IS NOT NULL")" = 1 ]
+}
+
 history_over() {
 	[ "$(psql_at src -c "SELECT count(*) > $1 FROM pgbench_history")" = t ]
 }
@@ -160,6 +164,25 @@ expect_difference() {
 		(.tables[] | select(.table == "public.vp_part") | .only_on_target == 1 and .keys.only_on_target == ["(5000,12)"]) and
 		(.tables[] | select(.table == "public.vk_nokey") | .only_on_target == 1 and .keys.only_on_target == [])' <<<"$doc"
 	only_job_slot
+	# A verify of the stopped job meanwhile (held while it creates its slot
+	# by a source transaction left open): a second one is refused.
+	mkfifo "$BATS_TEST_TMPDIR/xact"
+	psql -X -q -d "$src_URL" <"$BATS_TEST_TMPDIR/xact" >/dev/null 3>&- &
+	local holder=$!
+	exec {xact}>"$BATS_TEST_TMPDIR/xact"
+	echo "BEGIN; INSERT INTO vk_nokey VALUES (100, 'open'); SELECT 1;" >&"$xact"
+	wait_until 30 open_xact
+	pgs_bg "$BATS_TEST_TMPDIR/v1.log" vf verify
+	wait_until 30 test -s "$BATS_FILE_TMPDIR/vf.state/verify.request"
+	run pgs vf verify
+	echo "ROLLBACK;" >&"$xact"
+	exec {xact}>&-
+	wait "$holder"
+	[ "$status" -eq 3 ]
+	[[ $output == *"pgsync: error: another pgsync verify (pid "*") is running for job vf"* ]]
+	bg_wait "$BATS_TEST_TMPDIR/v1.log" 60
+	[ "$BG_STATUS" -eq 5 ]
+	[ ! -e "$BATS_FILE_TMPDIR/vf.state/verify.request" ]
 	tgt_sql "DELETE FROM pgbench_accounts WHERE aid = 200001; DELETE FROM vk_nokey WHERE b = 'added'; DELETE FROM vp_part WHERE id = 5000"
 	run pgs vf verify
 	[ "$status" -eq 0 ]

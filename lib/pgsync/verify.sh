@@ -118,12 +118,14 @@ verify_point() {
 	state_dir_ready
 	exec {LOCK_FD}>>"$STATE_DIR/lock"
 	flock -n "$LOCK_FD" && running=0
+	local pid_file=$STATE_DIR/verify.request
+	[[ ! -s $pid_file ]] || ! kill -0 "$(<"$pid_file")" 2>/dev/null ||
+		die $EX_PREFLIGHT "another pgsync verify (pid $(<"$pid_file")) is running for job $JOB"
+	verify_files_clear
+	# Also with the job stopped: a second verify then knows of this one.
+	printf '%s\n' "$$" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
+	VERIFY_RUNNING=$running
 	if ((running)); then
-		local pid_file=$STATE_DIR/verify.request
-		[[ ! -s $pid_file ]] || ! kill -0 "$(<"$pid_file")" 2>/dev/null ||
-			die $EX_PREFLIGHT "another pgsync verify (pid $(<"$pid_file")) is running for job $JOB"
-		verify_files_clear
-		printf '%s\n' "$$" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
 		log_info "job $JOB is running: asking pgsync run for a consistent point (answered within one heartbeat interval)"
 		local runpid
 		runpid=$(verify_lock_holder)
@@ -449,6 +451,8 @@ cmd_verify() {
 	local pid
 	for pid in "${!running[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid"; done
 	verify_release
+	# run clears the files of a running job's verify itself.
+	((VERIFY_RUNNING)) || verify_files_clear
 	[[ -z $STOP_SIGNAL ]] || die $EX_RUNTIME "verify interrupted by SIG$STOP_SIGNAL"
 	verify_report "$i" "$(($(now_ms) - started))"
 }
