@@ -37,12 +37,18 @@ verify_files_clear() {
 	rm -f "$STATE_DIR"/verify.{request,paused,endpos,reached,resume}
 }
 
+# verify_alive PID: PID is a pgsync still running (a stale request's pid
+# may have been reused by another process).
+verify_alive() {
+	[[ $1 =~ ^[0-9]+$ ]] && kill -0 "$1" 2>/dev/null && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q pgsync
+}
+
 # verify_wait_file FILE SECONDS PID: wait for FILE while PID lives. Fails
 # when PID is gone, the time is up, or we are asked to stop.
 verify_wait_file() {
 	local file=$1 deadline=$(($(now_ms) + $2 * 1000)) pid=$3
 	until [[ -s $file ]]; do
-		[[ -z $STOP_SIGNAL ]] && kill -0 "$pid" 2>/dev/null && (($(now_ms) < deadline)) || return 1
+		[[ -z $STOP_SIGNAL ]] && verify_alive "$pid" && (($(now_ms) < deadline)) || return 1
 		sleep 0.05
 	done
 }
@@ -54,7 +60,7 @@ verify_serve() {
 	local req=$STATE_DIR/verify.request vpid lsn started
 	[[ -s $req ]] || return 0
 	vpid=$(<"$req")
-	if ! [[ $vpid =~ ^[0-9]+$ ]] || ! kill -0 "$vpid" 2>/dev/null; then
+	if ! verify_alive "$vpid"; then
 		verify_files_clear
 		return 0
 	fi
@@ -119,7 +125,7 @@ verify_point() {
 	exec {LOCK_FD}>>"$STATE_DIR/lock"
 	flock -n "$LOCK_FD" && running=0
 	local pid_file=$STATE_DIR/verify.request
-	[[ ! -s $pid_file ]] || ! kill -0 "$(<"$pid_file")" 2>/dev/null ||
+	[[ ! -s $pid_file ]] || ! verify_alive "$(<"$pid_file")" ||
 		die $EX_PREFLIGHT "another pgsync verify (pid $(<"$pid_file")) is running for job $JOB"
 	verify_files_clear
 	# Also with the job stopped: a second verify then knows of this one.
