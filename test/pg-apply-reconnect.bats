@@ -222,6 +222,10 @@ kill_apply_backend() {
 	[ "$(tq "$1" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7442718 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 1 ]
 }
 
+kill_meta_backend() {
+	[ "$(tq "$1" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'pg-apply' AND datname = current_database() AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 7442718)")" = 1 ]
+}
+
 tagged() {
 	tq "$1" "SELECT (SELECT count(*) FROM \"Orders\" WHERE \"Note\" = '$1') || ' ' || (SELECT count(*) FROM \"Lines\" WHERE \"Note\" = '$1')"
 }
@@ -277,7 +281,14 @@ tagged() {
 	kill_apply_backend term
 	pgbench -n -t 20 -c 2 "$src_URL" >/dev/null 2>&1
 	progress term
-	finish term 2
+	wait_until 30 reconnects_at_least term 2
+	# The metadata session alone (the heartbeat's): opened again, with its
+	# settings, at a later heartbeat.
+	kill_meta_backend term
+	wait_until 30 reconnects_at_least term 3
+	pgbench -n -t 20 -c 2 "$src_URL" >/dev/null 2>&1
+	progress term
+	finish term 3
 }
 
 @test "the target down for 20 s under load: pg-apply waits for it and continues" {
