@@ -104,13 +104,19 @@ only_job_slot() {
 # each test below: one change on the target, verify exits 5 naming the
 # table; undone afterwards, verify is identical again.
 expect_difference() {
-	run pgs vf verify --show-keys
+	run timeout 120 env PGSYNC_SOURCE_URL="$SRC_URL" PGSYNC_TARGET_URL="$TGT_URL" TMPDIR="$(pgs_tmpdir)" \
+		pgsync -c "$BATS_FILE_TMPDIR/vf.conf" verify --show-keys
 	echo "$output"
 	[ "$status" -eq 5 ]
 	[[ $output == *"verify of job vf at "*": different"* ]]
 }
 
 @test "a row changed on the target: exit 5, each table named, the key shown only with --show-keys" {
+	# A run with a 5-minute heartbeat answers at once: verify wakes it.
+	stop_run TERM
+	sed -i 's/^safety.heartbeat_interval = 1s$/safety.heartbeat_interval = 300s/' "$BATS_FILE_TMPDIR/vf.conf"
+	start_run vf
+	wait_until 60 grep -q "streaming slot" "$(current_run_log)"
 	tgt_sql "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 4242;
 		UPDATE vk_nokey SET b = 'secret' WHERE ctid = (SELECT min(ctid) FROM vk_nokey WHERE a = 3);
 		UPDATE vp_part SET v = 'secret' WHERE id = 77"

@@ -20,6 +20,10 @@
 # shown only with --show-keys.
 
 [[ ${COMMAND:-} == run ]] || source "$PGSYNC_LIBDIR/run.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/run.sh"
+# In run, verify's SIGUSR1 ends the wait for the next heartbeat interval
+# early (wait_any counts it as a tick); set before run takes the job lock,
+# which is how verify finds it.
+[[ ${COMMAND:-} != run ]] || trap ':' USR1
 
 # The text form of every value is the same on both sides: the sessions get
 # pgsync's one set of session settings (lib/session.c) through the service
@@ -35,6 +39,14 @@ readonly VERIFY_RANGES_MAX=256	# differing ranges cut again; more: counted, not 
 
 verify_files_clear() {
 	rm -f "$STATE_DIR"/verify.{request,paused,endpos,reached,resume}
+}
+
+# verify_gave_up MESSAGE: verify's side failed (or was interrupted): run
+# resumes streaming once the files are gone.
+verify_gave_up() {
+	verify_files_clear
+	[[ -z $STOP_SIGNAL ]] || die $EX_RUNTIME "verify interrupted by SIG$STOP_SIGNAL"
+	die $EX_RUNTIME "$1"
 }
 
 # verify_alive PID: PID is a pgsync still running (a stale request's pid
@@ -132,13 +144,17 @@ verify_point() {
 	printf '%s\n' "$$" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
 	VERIFY_RUNNING=$running
 	if ((running)); then
-		log_info "job $JOB is running: asking pgsync run for a consistent point (answered within one heartbeat interval)"
+		log_info "job $JOB is running: asking pgsync run for a consistent point"
 		local runpid
 		runpid=$(verify_lock_holder)
+		# Only a pgsync run traps SIGUSR1; anything else holding the lock
+		# would die of it.
+		if [[ -n $runpid ]] && verify_alive "$runpid" && tr '\0' '\n' <"/proc/$runpid/cmdline" | grep -qx run; then
+			kill -USR1 "$runpid" 2>/dev/null
+		fi
 		# The job lock's holder answers; without fuser, wait on time alone.
 		verify_wait_file "$STATE_DIR/verify.paused" $((3 * HEARTBEAT_MS / 1000 + 30)) "${runpid:-$$}" || {
-			verify_files_clear
-			die $EX_RUNTIME "pgsync run for job $JOB did not pause its stream within $((3 * HEARTBEAT_MS / 1000 + 30)) s (is the job lock held by a bootstrap or cleanup?)"
+			verify_gave_up "pgsync run for job $JOB did not pause its stream within $((3 * HEARTBEAT_MS / 1000 + 30)) s (is the job lock held by a bootstrap or cleanup?)"
 		}
 	fi
 	t0=$(now_ms)
@@ -149,18 +165,15 @@ verify_point() {
 	verify_source_snapshot
 	if ((running)); then
 		[[ -s $STATE_DIR/verify.paused ]] || {
-			verify_files_clear
-			die $EX_RUNTIME "pgsync run for job $JOB stopped waiting for the consistent point (creating the temporary slot waits for the source's running transactions to end)"
+			verify_gave_up "pgsync run for job $JOB stopped waiting for the consistent point (creating the temporary slot waits for the source's running transactions to end)"
 		}
 		printf '%s\n' "$VERIFY_LSN" >"$STATE_DIR/verify.endpos"
 		verify_wait_file "$STATE_DIR/verify.reached" 660 "${runpid:-$$}" || {
-			verify_files_clear
-			die $EX_RUNTIME "pgsync run for job $JOB did not reach $VERIFY_LSN"
+			verify_gave_up "pgsync run for job $JOB did not reach $VERIFY_LSN"
 		}
 		line=$(<"$STATE_DIR/verify.reached")
 		[[ $line == "ok "* ]] || {
-			verify_files_clear
-			die $EX_RUNTIME "pgsync run for job $JOB could not stream to $VERIFY_LSN: ${line#failed }"
+			verify_gave_up "pgsync run for job $JOB could not stream to $VERIFY_LSN: ${line#failed }"
 		}
 	else
 		log_info "job $JOB is stopped: streaming it to $VERIFY_LSN"
@@ -180,8 +193,7 @@ verify_point() {
 	# Below L is fine (nothing left to apply below it); past it, the target
 	# holds changes the source's snapshot does not.
 	if [[ -n $applied ]] && ! lsn_ge "$VERIFY_LSN" "$applied"; then
-		verify_files_clear
-		die $EX_RUNTIME "the target applied up to $applied, past the consistent point $VERIFY_LSN"
+		verify_gave_up "the target applied up to $applied, past the consistent point $VERIFY_LSN"
 	fi
 	verify_target_snapshot
 	((running)) && printf 'resume\n' >"$STATE_DIR/verify.resume"
@@ -207,8 +219,7 @@ verify_source_snapshot() {
 	rc=$?
 	exec {out_fd}<&-
 	if ((rc != 0)) || [[ -z $line ]]; then
-		verify_files_clear
-		die $EX_RUNTIME "cannot create a temporary replication slot on the source: $(child_lasterr pg-slot || echo "pg-slot ended")"
+		verify_gave_up "cannot create a temporary replication slot on the source: $(child_lasterr pg-slot || echo "pg-slot ended")"
 	fi
 	IFS=$'\t' read -r name VERIFY_LSN VERIFY_SRC_SNAP <<<"$line"
 }
@@ -226,8 +237,7 @@ verify_target_snapshot() {
 	VERIFY_TGT_IN=$in_fd
 	printf 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSELECT pg_export_snapshot();\n' >&"$in_fd"
 	IFS= read -r -t 60 -u "$out_fd" VERIFY_TGT_SNAP || {
-		verify_files_clear
-		die $EX_RUNTIME "cannot export a snapshot on the target: $(child_lasterr vhold || echo "psql ended")"
+		verify_gave_up "cannot export a snapshot on the target: $(child_lasterr vhold || echo "psql ended")"
 	}
 	exec {out_fd}<&-
 }
