@@ -82,7 +82,7 @@ app_writes() {
 # pause_stream / resume_stream: stop and continue the job's pg-walcat, so
 # that the target falls behind while run and pg-apply stay alive.
 pause_stream() {
-	WALCAT=$(pgrep -f -- "pg-walcat .*--slot sw_slot ")
+	WALCAT=$(pgrep -n -f -- "pg-walcat .*--slot sw_slot ")
 	[ -n "$WALCAT" ]
 	kill -STOP "$WALCAT"
 }
@@ -198,13 +198,26 @@ still_streaming() {
 	still_streaming
 }
 
-@test "a switchover killed outright leaves its fence recorded; status says so and --undo-fence restores it exactly" {
+@test "a switchover killed outright has its fence undone by its guard; with the guard killed too, status names --undo-fence, which restores it exactly" {
 	pause_stream
 	psql_at src -c "INSERT INTO sw_plain VALUES (6000, 'behind')"
 	pgs_bg "$BATS_FILE_TMPDIR/sw.kill.log" sw switchover
 	wait_until 60 grep -q "waiting for the target to apply" "$BATS_FILE_TMPDIR/sw.kill.log"
+	[ "$(role_setting sw_app)" = "default_transaction_read_only=on" ]
 	kill -KILL "$BG_PID"
-	bg_wait "$BATS_FILE_TMPDIR/sw.kill.log" 60
+	wait_until 60 grep -q "switchover of job sw was killed: its guard undid the fence of 2 roles" "$BATS_FILE_TMPDIR/sw.kill.log" || {
+		cat "$BATS_FILE_TMPDIR/sw.kill.log"
+		return 1
+	}
+	wait_until 30 test "$(psql_at tgt -c "SELECT count(*) FROM pgsync.fence")" = 0
+	roles_unfenced
+
+	pgs_bg "$BATS_FILE_TMPDIR/sw.kill2.log" sw switchover
+	wait_until 60 grep -q "waiting for the target to apply" "$BATS_FILE_TMPDIR/sw.kill2.log"
+	local kids
+	kids=$(pgrep -P "$BG_PID" | tr '\n' ' ')
+	kill -KILL "$BG_PID" $kids 2>/dev/null || true
+	bg_wait "$BATS_FILE_TMPDIR/sw.kill2.log" 60
 	resume_stream
 	[ "$(role_setting sw_app)" = "default_transaction_read_only=on" ]
 	[ "$(role_setting sw_app2)" = "default_transaction_read_only=on" ]
@@ -212,6 +225,7 @@ still_streaming() {
 	[ "$status" -eq 0 ]
 	[[ $output == *"state:           STREAMING"* ]]
 	[[ $output == *"action:          pgsync switchover --undo-fence"* ]]
+	[[ $output == *"fenced roles:    sw_app, sw_app2"* ]]
 	run pgs sw switchover --undo-fence
 	[ "$status" -eq 0 ]
 	[[ $output == *"undid the fence of 2 roles"* ]]

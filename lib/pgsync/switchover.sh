@@ -166,6 +166,46 @@ SQL
 	grep -c . <<<"$rows"
 }
 
+# --- the guard -------------------------------------------------------------------
+# A switchover killed outright (SIGKILL runs no trap) would leave its fence.
+# From the fence until it is undone or the switchover recorded, a guard
+# process waits on a FIFO that only this process holds open for writing:
+# "done" means nothing is left to do; the end of the input without it means
+# this process is gone, and the guard undoes the fence unless the job was
+# switched over. It holds switchover.lock, inherited, until it is through.
+
+GUARD_FD=""
+guard_start() {
+	local fifo=$WORK/guard.fifo
+	rm -f "$fifo"
+	mkfifo "$fifo" || return 1
+	(
+		trap '' INT TERM HUP
+		local line="" n state
+		exec {r}<"$fifo"
+		IFS= read -r line <&"$r"
+		[[ $line != done ]] || exit 0
+		# The service file is this process's copy of the one it inherited:
+		# the path of the one that was gone went with it.
+		export PGSERVICEFILE=/proc/$BASHPID/fd/$SVC_FD
+		state=$(sql tgt <<<"SELECT state FROM pgsync.job WHERE job = :'job'")
+		if [[ $state != SWITCHED_OVER ]] && n=$(fence_undo) && ((n > 0)); then
+			log_warn "switchover of job $JOB was killed: its guard undid the fence of $n roles on the source"
+		elif [[ $state != SWITCHED_OVER ]]; then
+			log_error "switchover of job $JOB was killed and its guard cannot undo the fence: $(sql_error); run pgsync switchover --undo-fence"
+		fi
+		rm -rf "$WORK"
+	) &
+	exec {GUARD_FD}>"$fifo"
+}
+
+guard_done() {
+	[[ -n $GUARD_FD ]] || return 0
+	printf 'done\n' >&"$GUARD_FD"
+	exec {GUARD_FD}>&-
+	GUARD_FD=""
+}
+
 # --- the steps -------------------------------------------------------------------
 
 declare -a SW_STEPS=() SW_STEP_MS=()
@@ -191,6 +231,7 @@ switchover_fail() {
 			msg+="; the fence could NOT be undone ($(sql_error)): run pgsync switchover --undo-fence"
 		fi
 		SW_FENCED=0
+		guard_done
 	else
 		msg+="; nothing was changed on the source"
 	fi
@@ -252,6 +293,7 @@ switchover_fence() {
 	if [[ -n $(sql tgt <<<"SELECT 1 FROM pgsync.fence WHERE job = :'job' LIMIT 1") ]]; then
 		log_warn "an earlier switchover left its fence recorded: the settings recorded then are the ones restored"
 	fi
+	guard_start || switchover_fail $EX_RUNTIME "cannot start the guard of the fence in $WORK"
 	SW_FENCED=1
 	fence_record || switchover_fail $EX_RUNTIME "cannot record the fence in the target: $(sql_error)"
 	stop_requested
@@ -306,8 +348,11 @@ switchover_verify() {
 	step_begin "comparing the tables (pgsync verify)"
 	[[ -z $STATE_OPT ]] || opts+=(--state-dir "$STATE_OPT")
 	((STATUS_JSON == 0)) || opts+=(--json)
-	out=$(PGSYNC_SOURCE_URL=$PGSYNC_SOURCE_URL PGSYNC_TARGET_URL=$PGSYNC_TARGET_URL \
-		"$PGSYNC_HERE/pgsync" "${opts[@]}" verify)
+	out=$(
+		[[ -z $GUARD_FD ]] || exec {GUARD_FD}>&-
+		PGSYNC_SOURCE_URL=$PGSYNC_SOURCE_URL PGSYNC_TARGET_URL=$PGSYNC_TARGET_URL \
+			exec "$PGSYNC_HERE/pgsync" "${opts[@]}" verify
+	)
 	rc=$?
 	[[ -z $out ]] || printf '%s\n' "$out" >&2
 	stop_requested
@@ -337,6 +382,7 @@ SQL
 	) || switchover_fail $EX_RUNTIME "cannot record the switchover: $(sql_error)"
 	[[ -n $at ]] || switchover_fail $EX_RUNTIME "job $JOB stopped streaming during the switchover ($(sql tgt <<<"SELECT state FROM pgsync.job WHERE job = :'job'"))"
 	SW_FENCED=0 SW_AT=$at
+	guard_done
 	step_end
 	# run stops at its next heartbeat interval: until then it could still
 	# apply what an unfenced role writes.
