@@ -128,9 +128,13 @@ SELECT format('ALTER ROLE %I IN DATABASE %I SET default_transaction_read_only = 
 SQL
 	for pass in 1 2; do
 		((pass == 1)) || sleep 0.2
+		# A session may end by itself before it is terminated (false, with
+		# a warning): what counts is which are still there afterwards, in
+		# a statement of its own (pg_stat_activity is read once a
+		# transaction).
 		out=$(sql adm -v roles="${CFG[switchover.fence_roles]}" -v at="$at" <<'SQL'
 SELECT coalesce(nullif(:'at', ''), clock_timestamp()::text), count(*),
-       count(*) FILTER (WHERE NOT pg_terminate_backend(a.pid, 5000))
+       coalesce(string_agg(a.pid::text, ',') FILTER (WHERE NOT pg_terminate_backend(a.pid, 5000)), '')
   FROM pg_stat_activity a
  WHERE a.usename = ANY (string_to_array(:'roles', ',')) AND a.datname = current_database()
    AND a.pid <> pg_backend_pid()
@@ -139,6 +143,9 @@ SQL
 		) || return 1
 		IFS=$'\x1f' read -r at n left <<<"$out"
 		FENCE_TERMINATED=$((FENCE_TERMINATED + n))
+		[[ -n $left ]] || continue
+		left=$(sql adm -v pids="$left" <<<"SELECT count(*) FROM pg_stat_activity WHERE pid = ANY (string_to_array(:'pids', ',')::int[])") ||
+			return 1
 		if ((left > 0)); then
 			printf 'ERROR:  %s sessions of the fenced roles did not end within 5 s of pg_terminate_backend\n' "$left" >"$WORK/psql.err"
 			return 1
