@@ -90,7 +90,7 @@ fence_check() {
 		return 0
 	fi
 	if [[ -z $rows ]]; then
-		who=$(sql adm <<<"SELECT current_user") || who=?
+		who=$(sql adm <<<"SELECT current_user") || who="?"
 		finding ok source "role $who can fence ${CFG[switchover.fence_roles]//,/, } for pgsync switchover"
 		return 0
 	fi
@@ -191,7 +191,7 @@ guard_start() {
 		local line="" n state
 		exec {r}<"$fifo"
 		IFS= read -r line <&"$r"
-		[[ $line != done ]] || exit 0
+		[[ $line != "done" ]] || exit 0
 		# The service file is this process's copy of the one it inherited:
 		# the path of the one that was gone went with it.
 		export PGSERVICEFILE=/proc/$BASHPID/fd/$SVC_FD
