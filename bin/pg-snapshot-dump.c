@@ -320,13 +320,13 @@ open_snapshot(struct opts *o, char **snapshot_name)
 		pg_fatal(EXIT_RUNTIME, "cannot start the snapshot transaction", &err);
 	if (o->own_snapshot)
 	{
-		res = conn_query(conn, "SELECT pg_catalog.pg_export_snapshot()", 0, NULL, 1, &err);
+		res = conn_query_one(conn, "SELECT pg_catalog.pg_export_snapshot()", 0, NULL, 1, &err);
 		if (res == NULL)
 			pg_fatal(EXIT_RUNTIME, "cannot export a snapshot", &err);
 		*snapshot_name = xstrdup(PQgetvalue(res, 0, 0));
 		PQclear(res);
 		/* Read after the export: approximate, see doc/snapshot.md. */
-		res = conn_query(conn, "SELECT pg_catalog.pg_current_wal_lsn()", 0, NULL, 1, &err);
+		res = conn_query_one(conn, "SELECT pg_catalog.pg_current_wal_lsn()", 0, NULL, 1, &err);
 		if (res == NULL)
 			pg_fatal(EXIT_RUNTIME, "cannot read the current WAL position", &err);
 		if (!lsn_parse(PQgetvalue(res, 0, 0), &o->position))

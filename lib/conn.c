@@ -205,9 +205,27 @@ conn_command(PGconn *conn, const char *sql, int nparams,
 	return ok;
 }
 
-PGresult *
-conn_query(PGconn *conn, const char *sql, int nparams,
-		   const char *const *params, int ncols, struct pgerr *err)
+bool
+conn_check_shape(int rows, int fields, int want_rows, int want_fields, struct pgerr *err)
+{
+	if ((want_rows < 0 || rows == want_rows) && (want_fields < 0 || fields == want_fields))
+		return true;
+	/* The wording of PostgreSQL's streamutil.c, so that both read alike. */
+	if (want_rows < 0)
+		pgerr_printf(err, false, "unexpected result: got %d rows and %d fields, expected %d fields",
+					 rows, fields, want_fields);
+	else if (want_fields < 0)
+		pgerr_printf(err, false, "unexpected result: got %d rows and %d fields, expected %d rows",
+					 rows, fields, want_rows);
+	else
+		pgerr_printf(err, false, "unexpected result: got %d rows and %d fields, expected %d rows and %d fields",
+					 rows, fields, want_rows, want_fields);
+	return false;
+}
+
+static PGresult *
+query_shaped(PGconn *conn, const char *sql, int nparams, const char *const *params,
+			 int nrows, int ncols, struct pgerr *err)
 {
 	PGresult *res = nparams > 0
 		? PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0)
@@ -219,14 +237,26 @@ conn_query(PGconn *conn, const char *sql, int nparams,
 		PQclear(res);
 		return NULL;
 	}
-	if (ncols >= 0 && PQnfields(res) != ncols)
+	if (!conn_check_shape(PQntuples(res), PQnfields(res), nrows, ncols, err))
 	{
-		pgerr_printf(err, false, "unexpected result: got %d rows and %d fields, expected %d fields",
-					 PQntuples(res), PQnfields(res), ncols);
 		PQclear(res);
 		return NULL;
 	}
 	return res;
+}
+
+PGresult *
+conn_query(PGconn *conn, const char *sql, int nparams,
+		   const char *const *params, int ncols, struct pgerr *err)
+{
+	return query_shaped(conn, sql, nparams, params, -1, ncols, err);
+}
+
+PGresult *
+conn_query_one(PGconn *conn, const char *sql, int nparams,
+			   const char *const *params, int ncols, struct pgerr *err)
+{
+	return query_shaped(conn, sql, nparams, params, 1, ncols, err);
 }
 
 bool

@@ -51,10 +51,24 @@ bool conn_command(PGconn *conn, const char *sql, int nparams,
 /*
  * Run a query that must return rows with exactly ncols columns (ncols < 0:
  * any). Returns the result (caller PQclear()s) or NULL with err filled;
- * a wrong shape is an error "got N fields, expected M".
+ * a wrong shape is an error "got R rows and F fields, expected M fields".
  */
 PGresult *conn_query(PGconn *conn, const char *sql, int nparams,
 					 const char *const *params, int ncols, struct pgerr *err);
+
+/*
+ * As conn_query, and the result must also have exactly one row, so that the
+ * caller may read row 0: a statement whose single row is its answer.
+ */
+PGresult *conn_query_one(PGconn *conn, const char *sql, int nparams,
+						 const char *const *params, int ncols, struct pgerr *err);
+
+/*
+ * The shape rule of both: true when rows and fields match (want_* < 0:
+ * any); otherwise false with err set to "unexpected result: got R rows and
+ * F fields, expected ...", the wording of PostgreSQL's own tools.
+ */
+bool conn_check_shape(int rows, int fields, int want_rows, int want_fields, struct pgerr *err);
 
 /* IDENTIFY_SYSTEM on a replication connection. */
 struct sysident {

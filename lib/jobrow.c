@@ -27,8 +27,8 @@ jobrow_lock(PGconn *conn, const char *job, uint64_t wait_ms, struct apply_err *e
 	for (;;)
 	{
 		struct pgerr pe;
-		PGresult *res = conn_query(conn, "SELECT pg_catalog.pg_try_advisory_lock(7442718, pg_catalog.hashtext($1))",
-								   1, params, 1, &pe);
+		PGresult *res = conn_query_one(conn, "SELECT pg_catalog.pg_try_advisory_lock(7442718, pg_catalog.hashtext($1))",
+									   1, params, 1, &pe);
 		bool got;
 
 		if (res == NULL)
@@ -148,11 +148,12 @@ jobrow_snapshot_done(PGconn *meta, const char *job, lsn_t position, struct apply
 	char l[LSN_BUFSZ];
 	const char *params[2] = {job, lsn_format(position, l)};
 	struct pgerr pe;
-	PGresult *res = conn_query(meta, "UPDATE pgsync.job SET applied_lsn = $2::pg_catalog.pg_lsn,"
-							   " snapshot_done_at = pg_catalog.now(), updated_at = pg_catalog.now()"
-							   " WHERE job = $1 RETURNING job",
-							   2, params, 1, &pe);
+	PGresult *res = conn_query_one(meta, "UPDATE pgsync.job SET applied_lsn = $2::pg_catalog.pg_lsn,"
+								   " snapshot_done_at = pg_catalog.now(), updated_at = pg_catalog.now()"
+								   " WHERE job = $1 RETURNING job",
+								   2, params, 1, &pe);
 
+	/* No row: the job row is gone and the position was recorded nowhere. */
 	if (res == NULL)
 		return query_failed(err, "record the snapshot position", &pe);
 	PQclear(res);

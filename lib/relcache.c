@@ -215,10 +215,10 @@ read_merge_ok(PGconn *meta, const char *const params[2], struct rc_rel *r, const
 			  struct apply_err *err)
 {
 	struct pgerr pe;
-	PGresult *res = conn_query(meta, merge_sql, 2, params, 3, &pe);
+	PGresult *res = conn_query_one(meta, merge_sql, 2, params, 3, &pe);
 	bool any_key = false;
 
-	if (res != NULL && PQntuples(res) == 1)
+	if (res != NULL)
 	{
 		r->merge_ok = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 		r->trig_replica = strcmp(PQgetvalue(res, 0, 1), "t") == 0;

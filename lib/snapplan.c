@@ -148,7 +148,7 @@ tables_from_args(struct planner *p)
 		char *schema, *name;
 
 		/* The server's own identifier rules: quoting and case folding. */
-		res = conn_query(p->conn, "SELECT i[1], i[2], pg_catalog.array_length(i, 1)"
+		res = conn_query_one(p->conn, "SELECT i[1], i[2], pg_catalog.array_length(i, 1)"
 						 "  FROM (SELECT pg_catalog.parse_ident($1) AS i) s",
 						 1, params, 3, &err);
 		if (res == NULL)

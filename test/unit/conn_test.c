@@ -38,5 +38,25 @@ main(void)
 	CHECK(!sqlstate_retryable("22001"));
 	CHECK(!sqlstate_retryable(""));
 	CHECK(!sqlstate_retryable(NULL));
+
+	/* Result shape: rows and fields both checked, streamutil.c's wording. */
+	struct pgerr pe;
+
+	CHECK(conn_check_shape(1, 3, 1, 3, &pe));
+	CHECK(conn_check_shape(0, 3, -1, 3, &pe));
+	CHECK(conn_check_shape(7, 3, -1, 3, &pe));
+	CHECK(conn_check_shape(7, 9, -1, -1, &pe));
+	CHECK(conn_check_shape(1, 9, 1, -1, &pe));
+	CHECK(!conn_check_shape(0, 1, 1, 1, &pe));
+	CHECK(strcmp(pe.msg, "unexpected result: got 0 rows and 1 fields, expected 1 rows and 1 fields") == 0);
+	CHECK(!pe.retryable && pe.sqlstate[0] == '\0');
+	CHECK(!conn_check_shape(2, 1, 1, 1, &pe));
+	CHECK(strcmp(pe.msg, "unexpected result: got 2 rows and 1 fields, expected 1 rows and 1 fields") == 0);
+	CHECK(!conn_check_shape(1, 2, 1, 3, &pe));
+	CHECK(strcmp(pe.msg, "unexpected result: got 1 rows and 2 fields, expected 1 rows and 3 fields") == 0);
+	CHECK(!conn_check_shape(4, 2, -1, 3, &pe));
+	CHECK(strcmp(pe.msg, "unexpected result: got 4 rows and 2 fields, expected 3 fields") == 0);
+	CHECK(!conn_check_shape(0, 2, 1, -1, &pe));
+	CHECK(strcmp(pe.msg, "unexpected result: got 0 rows and 2 fields, expected 1 rows") == 0);
 	return unit_done("conn");
 }
