@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
 # pg-apply keeps its target connection itself: a target restarted (fast or
-# immediate), down for a while, a terminated apply backend, a deadlock, in
-# the middle of a transaction or between two, under load. pg-apply
-# reconnects, asks the target what it committed and applies again what it
-# read since, so the tables end identical, nothing is applied twice, the
-# reconnects are counted in pgsync.job_runtime, and the slot is never
-# confirmed past what the target committed (test/chaos-sampler watches).
+# immediate), down for a while, a terminated apply backend, a deadlock, a
+# serialization failure, in the middle of a transaction or between two,
+# under load. pg-apply reconnects, asks the target what it committed and
+# applies again what it read since, so the tables end identical, nothing is
+# applied twice, the reconnects are counted in pgsync.job_runtime, and the
+# slot is never confirmed past what the target committed (test/chaos-sampler
+# watches).
 #
 # As the guide's roles: the source role has LOGIN, REPLICATION and SELECT
 # only; the target role owns its database and tables but is no superuser.
@@ -331,6 +332,42 @@ SQL
 	progress dead
 	grep -q "deadlock detected.*(SQLSTATE 40P01): reconnecting" "$BATS_TEST_TMPDIR/a.log"
 	finish dead 1
+}
+
+@test "a serialization failure on a target whose role runs serializable is retried: applied once, tables identical" {
+	new_job ser
+	# The target's administrator makes every transaction of the apply role
+	# serializable. pg-apply opens its transactions with a plain BEGIN, so
+	# they take that level, and a row another session changes under them
+	# is a real serialization failure (40001), not a wait.
+	psql_at tgt -c "ALTER ROLE applier IN DATABASE ser SET default_transaction_isolation = 'serializable'"
+	[ "$(psql -X -qAt -d "$(tgt_db ser applier)" -c "SHOW transaction_isolation")" = serializable ]
+	start ser --no-merge-updates
+	progress ser
+	local fifo=$BATS_TEST_TMPDIR/other
+	mkfifo "$fifo"
+	psql -X -q -d "$(tgt_db ser)" <"$fifo" >"$BATS_TEST_TMPDIR/other.log" 2>&1 3>&- &
+	echo "$!" >>"$BATS_TEST_TMPDIR/pids"
+	exec 5>"$fifo"
+	echo "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1;" >&5
+	wait_until 30 idle_in_txn ser
+	psql_at src <<'SQL'
+BEGIN;
+UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 1;
+UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
+COMMIT;
+SQL
+	# The apply transaction has its snapshot (the tellers' row changed in
+	# it) and waits for the branch row; the other session commits a new
+	# version of that row, which the snapshot cannot see.
+	wait_until 60 apply_waits_on_lock ser
+	echo "COMMIT;" >&5
+	exec 5>&-
+	progress ser
+	grep -q "could not serialize access due to concurrent update (SQLSTATE 40001): reconnecting" "$BATS_TEST_TMPDIR/a.log"
+	# Applied again after the failure, once: the teller's +1 is there once.
+	[ "$(tq ser "SELECT tbalance FROM pgbench_tellers WHERE tid = 1")" = "$(psql_at src -c "SELECT tbalance FROM pgbench_tellers WHERE tid = 1")" ]
+	finish ser 1
 }
 
 # ------------------------------------------------------------------ limits
