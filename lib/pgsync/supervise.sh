@@ -69,3 +69,36 @@ supervise() {
 	done
 	[[ $SUP_RESULT == ok ]]
 }
+
+# The pgsync holding the job lock: of the processes fuser finds with it
+# open (its command substitutions and their psql inherit it while they
+# run, and the caller may have opened it to try it), the one whose parent
+# is none of them.
+job_lock_holder() {
+	local p pp
+	local -a pids=()
+	read -r -a pids < <(fuser "$STATE_DIR/lock" 2>/dev/null)
+	for p in "${pids[@]}"; do
+		[[ $p != "$$" ]] || continue
+		pp=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null) || continue
+		[[ " ${pids[*]} " != *" $pp "* ]] || continue
+		printf '%s\n' "$p"
+		return 0
+	done
+}
+
+# wake_run: a pgsync run holding the job lock looks at its job now instead
+# of at its next heartbeat interval (SIGUSR1 ends its wait: verify's
+# request, switchover's record). Only a pgsync run traps SIGUSR1; anything
+# else holding the lock would die of it, so only a run gets it. Prints the
+# holder's pid.
+wake_run() {
+	local pid
+	pid=$(job_lock_holder) || return 0
+	[[ -n $pid ]] || return 0
+	if tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -q pgsync &&
+		tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qx run; then
+		kill -USR1 "$pid" 2>/dev/null
+	fi
+	printf '%s\n' "$pid"
+}

@@ -391,9 +391,10 @@ SQL
 	SW_FENCED=0 SW_AT=$at
 	guard_done
 	step_end
-	# run stops at its next heartbeat interval: until then it could still
-	# apply what an unfenced role writes.
+	# run stops when it next looks at the job, at once when woken: until
+	# then it could still apply what an unfenced role writes.
 	step_begin "waiting for pgsync run to stop"
+	wake_run >/dev/null
 	local deadline=$(($(now_ms) + 3 * HEARTBEAT_MS + 10000))
 	while run_is_live; do
 		if (($(now_ms) > deadline)); then

@@ -112,22 +112,6 @@ verify_serve() {
 
 VERIFY_SLOT_PID="" VERIFY_SLOT_HOLD="" VERIFY_TGT_HOLD_PID=""
 
-# The pgsync holding the job lock: of the processes fuser finds with it
-# open (its command substitutions and their psql inherit it while they
-# run, and we opened it to try it), the one whose parent is none of them.
-verify_lock_holder() {
-	local p pp
-	local -a pids=()
-	read -r -a pids < <(fuser "$STATE_DIR/lock" 2>/dev/null)
-	for p in "${pids[@]}"; do
-		[[ $p != "$$" ]] || continue
-		pp=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null) || continue
-		[[ " ${pids[*]} " != *" $pp "* ]] || continue
-		printf '%s\n' "$p"
-		return 0
-	done
-}
-
 # Ask a running pgsync run to pause; with the job stopped (we got its lock),
 # run the stream to L ourselves. Sets VERIFY_LSN, VERIFY_SRC_SNAP,
 # VERIFY_TGT_SNAP and VERIFY_PAUSE_MS.
@@ -146,12 +130,7 @@ verify_point() {
 	if ((running)); then
 		log_info "job $JOB is running: asking pgsync run for a consistent point"
 		local runpid
-		runpid=$(verify_lock_holder)
-		# Only a pgsync run traps SIGUSR1; anything else holding the lock
-		# would die of it.
-		if [[ -n $runpid ]] && verify_alive "$runpid" && tr '\0' '\n' <"/proc/$runpid/cmdline" | grep -qx run; then
-			kill -USR1 "$runpid" 2>/dev/null
-		fi
+		runpid=$(wake_run)
 		# The job lock's holder answers; without fuser, wait on time alone.
 		verify_wait_file "$STATE_DIR/verify.paused" $((3 * HEARTBEAT_MS / 1000 + 30)) "${runpid:-$$}" || {
 			verify_gave_up "pgsync run for job $JOB did not pause its stream within $((3 * HEARTBEAT_MS / 1000 + 30)) s (is the job lock held by a bootstrap or cleanup?)"
