@@ -222,6 +222,18 @@ lp_target_role() {
 	export TGT_URL=${tgt_URL/user=postgres/user=$role}
 }
 
+# lp_source_role_for_tests CLUSTER ROLE: on CLUSTER (a source), ROLE with the
+# guide's source privileges on what the superuser creates there later
+# (default privileges: USAGE on schemas, SELECT on tables and sequences; no
+# DML, DDL or superuser). Prints nothing; CLUSTER's URL as ROLE is
+# ${CLUSTER_URL/user=postgres/user=ROLE}.
+lp_source_role_for_tests() {
+	psql_at "$1" -c "CREATE ROLE $2 LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO $2;
+		ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO $2;
+		ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO $2;
+		ALTER DEFAULT PRIVILEGES GRANT SELECT ON SEQUENCES TO $2" >/dev/null
+}
+
 # lp_roles_for_tests SRC_ROLE TGT_ROLE: the same two roles for a test file
 # that creates its tables as it goes: the source role gets USAGE and SELECT
 # on what the tests create later (default privileges, still no DML, DDL or
@@ -229,10 +241,7 @@ lp_target_role() {
 # themselves. Exports SRC_URL and TGT_URL.
 lp_roles_for_tests() {
 	local src=$1 tgt=$2
-	psql_at src -c "CREATE ROLE $src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO $src;
-		ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO $src;
-		ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO $src;
-		ALTER DEFAULT PRIVILEGES GRANT SELECT ON SEQUENCES TO $src" >/dev/null
+	lp_source_role_for_tests src "$src"
 	lp_target_role "$tgt"
 	psql_at tgt -c "ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO $tgt;
 		ALTER DEFAULT PRIVILEGES GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON TABLES TO $tgt;

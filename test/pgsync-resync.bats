@@ -5,7 +5,10 @@
 # the same slot name, the slot confirmed past the target. Once marked, run
 # refuses (exit 4) and status names the action. No command drops or reuses a
 # slot on a server that is not the job's; a mark that only another server
-# caused clears once the job's own server answers again.
+# caused clears once the job's own server answers again. pgsync runs as the
+# guide's least-privilege source role (on every source cluster) and a target
+# role that is not a superuser; only what an administrator does to the
+# servers (dropping, advancing or invalidating a slot) runs as superuser.
 
 load lib/cluster
 load pgsync-helpers
@@ -16,6 +19,11 @@ setup_file() {
 	cluster_start other
 	# Its own cluster: invalidation hits every slot that falls behind.
 	cluster_start inv --set max_wal_size=64MB
+	# As the guide's least-privilege roles.
+	lp_roles_for_tests rs_src rs_tgt
+	lp_source_role_for_tests other rs_src
+	lp_source_role_for_tests inv rs_src
+	export INV_LP=${inv_URL/user=postgres/user=rs_src} OTHER_LP=${other_URL/user=postgres/user=rs_src}
 }
 
 teardown_file() {
@@ -49,6 +57,8 @@ slot_lost() {
 @test "a dropped slot: status sees it before run does; run marks RESYNC_REQUIRED and exits 4" {
 	make_job r1
 	pgs r1 bootstrap
+	# The job is the roles': the target role owns what bootstrap created.
+	[ "$(psql_at tgt -c "SELECT tableowner FROM pg_tables WHERE tablename = 'r1_t'")" = rs_tgt ]
 	psql_at src -c "SELECT pg_drop_replication_slot('r1_slot')"
 	run pgs r1 status --json
 	[ "$status" -eq 0 ]
@@ -80,24 +90,24 @@ slot_lost() {
 
 @test "a slot invalidated by max_slot_wal_keep_size while the job is stopped: run exits 4" {
 	make_job r2 "$inv_URL"
-	SRC_URL=$inv_URL run pgs r2 bootstrap
+	SRC_URL=$INV_LP run pgs r2 bootstrap
 	[ "$status" -eq 0 ]
 	cluster_set inv max_slot_wal_keep_size=1MB >/dev/null
 	push_wal_past inv
 	wait_until 20 slot_lost inv r2_slot
-	SRC_URL=$inv_URL run pgs r2 run
+	SRC_URL=$INV_LP run pgs r2 run
 	[ "$status" -eq 4 ]
 	[[ $output == *"pgsync: error: job r2 requires a resync: replication slot r2_slot was invalidated (wal_status lost"*"): the WAL the job needs was removed"* ]]
 	[ "$(job_state r2)" = RESYNC_REQUIRED ]
-	SRC_URL=$inv_URL run pgs r2 status --json
+	SRC_URL=$INV_LP run pgs r2 status --json
 	echo "$output" | jq -e '.resync_required == true and .slot.wal_status == "lost"'
 }
 
 @test "a slot invalidated while streaming is caught (monitor or the server's error): exit 4" {
 	cluster_set inv max_slot_wal_keep_size=-1 >/dev/null
 	make_job r5 "$inv_URL"
-	SRC_URL=$inv_URL pgs r5 bootstrap
-	SRC_URL=$inv_URL start_run r5
+	SRC_URL=$INV_LP pgs r5 bootstrap
+	SRC_URL=$INV_LP start_run r5
 	wait_until 20 state_is r5 STREAMING
 	# Freeze the consumer so that the slot falls behind, then shrink the
 	# allowance: the checkpointer invalidates the slot and ends its sender.
@@ -124,9 +134,9 @@ slot_lost() {
 	psql_at other -c "SELECT pg_create_logical_replication_slot('r3_slot', 'pgoutput')" >/dev/null
 	sysid=$(psql_at src -c "SELECT system_identifier FROM pg_control_system()")
 	other_sysid=$(psql_at other -c "SELECT system_identifier FROM pg_control_system()")
-	SRC_URL=$other_URL run pgs r3 run
+	SRC_URL=$OTHER_LP run pgs r3 run
 	[ "$status" -eq 4 ]
-	[[ $output == *"pgsync: error: job r3 cannot continue: the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=postgres dbname=postgres is system identifier $other_sysid, another server than job r3's, system identifier $sysid (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port")"*"): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $sysid, then pgsync run continues without a resync"* ]]
+	[[ $output == *"pgsync: error: job r3 cannot continue: the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=rs_src dbname=postgres is system identifier $other_sysid, another server than job r3's, system identifier $sysid (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port")"*"): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $sysid, then pgsync run continues without a resync"* ]]
 	[ "$(job_state r3)" = RESYNC_REQUIRED ]
 	# The other server's slot is not ours to touch.
 	[ "$(psql_at other -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'r3_slot' AND NOT active")" = 1 ]
