@@ -148,7 +148,7 @@ SQL
 		)
 	fi
 	local -a busy=()
-	while IFS= read -r t; do
+	while IFS=$'\x1f' read -r t _; do
 		[[ -n $t ]] || continue
 		[[ " ${TRUNCATE_SET[*]} " == *" $t "* ]] || busy+=("$t")
 	done < <(target_nonempty_tables)
@@ -173,17 +173,16 @@ SQL
 
 # A fresh job row: INITIALIZING and slot_owned before the slot exists.
 reset_job_row() {
-	local -a truncate=()
-	local t
-	for t in "${TRUNCATE_SET[@]}"; do truncate+=("$(quote_table "$t")"); done
-	{
-		echo "BEGIN;"
-		if ((${#truncate[@]})); then
-			local list
-			list=$(IFS=,; echo "${truncate[*]}")
-			echo "TRUNCATE ${list//,/, };"
-		fi
-		cat <<'SQL'
+	local truncate
+	truncate=$(IFS=,; echo "${TRUNCATE_SET[*]}")
+	# The server quotes the names (format's %I); no TRUNCATE when the list
+	# is empty (HAVING leaves no row for \gexec to run).
+	sql tgt -v truncate="$truncate" -v sysid="$SOURCE_SYSID" -v timeline="$SOURCE_TIMELINE" >/dev/null <<'SQL' ||
+BEGIN;
+SELECT format('TRUNCATE %s', string_agg(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)), ', ' ORDER BY u.ord))
+  FROM unnest(string_to_array(:'truncate', ',')) WITH ORDINALITY AS u(t, ord)
+HAVING count(*) > 0
+\gexec
 DELETE FROM pgsync.job WHERE job = :'job';
 INSERT INTO pgsync.job (job, state, slot, slot_owned, publication, source_sysid, source_timeline)
 VALUES (:'job', 'INITIALIZING', :'slot', true, :'pub', :'sysid', :'timeline');
@@ -191,9 +190,8 @@ INSERT INTO pgsync.table_sync (job, schema_name, table_name)
 SELECT :'job', split_part(t, '.', 1), split_part(t, '.', 2) FROM unnest(string_to_array(:'tables', ',')) AS t;
 COMMIT;
 SQL
-	} | sql tgt -v sysid="$SOURCE_SYSID" -v timeline="$SOURCE_TIMELINE" >/dev/null ||
 		die $EX_RUNTIME "cannot prepare job $JOB in the target: $(sql_error)"
-	((${#truncate[@]})) && log_info "truncated target tables ${TRUNCATE_SET[*]}"
+	((${#TRUNCATE_SET[@]})) && log_info "truncated target tables ${TRUNCATE_SET[*]}"
 	rm -f "$STATE_DIR/applied.lsn" "$STATE_DIR"/schema.* "$STATE_DIR/snapshot.progress" "$STATE_DIR/connection"
 	record_source_server "$SOURCE_SYSID" || die $EX_RUNTIME "cannot write $STATE_DIR/source"
 }

@@ -326,10 +326,12 @@ WITH cfg AS (
 SELECT level, msg, fix FROM checks ORDER BY ord;
 SQL
 
-# Tables that exist in the target and hold rows (one "schema.table" a line).
+# Tables that exist in the target and hold rows, one a line: the configured
+# "schema.table", US, the name as the server quotes it (for messages).
 target_nonempty_tables() {
 	sql tgt <<'SQL'
-SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
+SELECT u.t, format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))
+  FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
  WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
    AND has_table_privilege(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)), 'SELECT')
    AND (xpath('/row/n/text()', query_to_xml(format('SELECT EXISTS (SELECT 1 FROM %I.%I) AS n',
@@ -457,9 +459,9 @@ preflight() {
 		*) finding info target "job $JOB is $JOB_STATE" ;;
 		esac
 	else
-		local t
-		while IFS= read -r t; do
-			[[ -n $t ]] && finding warn target "$(quote_table "$t") already has rows: bootstrap refuses to copy into it" \
+		local t q
+		while IFS=$'\x1f' read -r t q; do
+			[[ -n $t ]] && finding warn target "$q already has rows: bootstrap refuses to copy into it" \
 				"empty it, or use pgsync bootstrap --restart-snapshot, which truncates it"
 		done < <(target_nonempty_tables)
 	fi
