@@ -10,6 +10,7 @@
  */
 #include "buf.h"
 #include "catalog.h"
+#include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
 #include "log.h"
@@ -696,8 +697,8 @@ print_config(bool nul)
 }
 
 /* Read one connection string from stdin: a URL never travels in argv. */
-static char *
-read_conninfo(void)
+static struct buf
+read_stdin(void)
 {
 	struct buf b = BUF_INIT;
 	char chunk[4096];
@@ -705,9 +706,38 @@ read_conninfo(void)
 
 	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
 		buf_append(&b, chunk, n);
+	buf_cstr(&b);
+	return b;
+}
+
+static char *
+read_conninfo(void)
+{
+	struct buf b = read_stdin();
+
 	while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
 		b.len--;
 	return buf_cstr(&b);
+}
+
+/*
+ * pgsync hands pg-walcat the target's applied position in the checkpoint
+ * file: written here by the C programs' one writer (temp file, fsync,
+ * rename, fsync of the directory), after the readers' own checks.
+ */
+static int
+write_checkpoint(const char *path)
+{
+	struct buf b = read_stdin();
+	struct checkpoint cp;
+	char err[512];
+
+	if (checkpoint_parse("on standard input", b.data, b.len, &cp, err, sizeof(err)) != CP_OK)
+		log_fatal(EXIT_USAGE, "%s", err);
+	buf_free(&b);
+	if (checkpoint_write(path, &cp, err, sizeof(err)) != 0)
+		log_fatal(EXIT_RUNTIME, "%s", err);
+	return EXIT_DONE;
 }
 
 /*
@@ -783,7 +813,8 @@ usage(FILE *f)
 			"usage: pgsync-config [-c FILE] [--state-dir DIR] [--set KEY=VALUE]... [-0|--null] [--json]\n"
 			"       pgsync-config --display-url < CONNINFO\n"
 			"       pgsync-config --service NAME [--label TEXT] < CONNINFO\n"
-			"       pgsync-config --catalog-sql\n");
+			"       pgsync-config --catalog-sql\n"
+			"       pgsync-config --write-checkpoint FILE < CHECKPOINT\n");
 }
 
 static void
@@ -801,6 +832,8 @@ help(void)
 		   "      --service NAME   print a libpq service-file section NAME for the connection read from stdin\n"
 		   "      --label TEXT     name the connection in messages (default: the connection)\n"
 		   "      --catalog-sql    print the DDL of the pgsync target catalog\n"
+		   "      --write-checkpoint FILE\n"
+		   "                       write the checkpoint file read from stdin to FILE durably\n"
 		   "  -h, --help           show this help\n"
 		   "      --version        show the version\n\n"
 		   "Exit status: 0 valid, 2 invalid configuration or usage.\n");
@@ -809,7 +842,7 @@ help(void)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_VERSION, OPT_STATEDIR, OPT_JSON, OPT_SET };
+	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_VERSION, OPT_STATEDIR, OPT_JSON, OPT_SET, OPT_CHECKPOINT };
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"null", no_argument, NULL, '0'},
@@ -818,13 +851,14 @@ main(int argc, char **argv)
 		{"service", required_argument, NULL, OPT_SERVICE},
 		{"label", required_argument, NULL, OPT_LABEL},
 		{"catalog-sql", no_argument, NULL, OPT_CATALOG},
+		{"write-checkpoint", required_argument, NULL, OPT_CHECKPOINT},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"set", required_argument, NULL, OPT_SET},
 		{NULL, 0, NULL, 0},
 	};
-	const char *state_dir = NULL, *service = NULL, *label = "the connection";
+	const char *state_dir = NULL, *service = NULL, *label = "the connection", *checkpoint = NULL;
 	bool nul = false, display = false, catalog = false;
 	FILE *f;
 	int c, nsets = 0;
@@ -843,6 +877,7 @@ main(int argc, char **argv)
 			case OPT_SERVICE: service = optarg; break;
 			case OPT_LABEL: label = optarg; break;
 			case OPT_CATALOG: catalog = true; break;
+			case OPT_CHECKPOINT: checkpoint = optarg; break;
 			case OPT_JSON: log_set_json(true); break;
 			case OPT_SET: sets[nsets++] = optarg; break;
 			case 'h': help(); return EXIT_DONE;
@@ -850,7 +885,7 @@ main(int argc, char **argv)
 			default: usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind < argc || (display + (service != NULL) + catalog) > 1)
+	if (optind < argc || (display + (service != NULL) + catalog + (checkpoint != NULL)) > 1)
 	{
 		usage(stderr);
 		return EXIT_USAGE;
@@ -860,6 +895,8 @@ main(int argc, char **argv)
 		fputs(catalog_ddl, stdout);
 		return EXIT_DONE;
 	}
+	if (checkpoint)
+		return write_checkpoint(checkpoint);
 	if (display)
 	{
 		char *conninfo = read_conninfo(), out[1024];

@@ -123,8 +123,7 @@ checkpoint_read(const char *path, struct checkpoint *cp, char *err, size_t errle
 {
 	char data[CHECKPOINT_MAX + 1];
 	size_t len = 0;
-	int fd, lineno = 0;
-	char *line, *next;
+	int fd;
 
 	memset(cp, 0, sizeof(*cp));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -157,6 +156,19 @@ checkpoint_read(const char *path, struct checkpoint *cp, char *err, size_t errle
 		}
 	}
 	close(fd);
+	return checkpoint_parse(path, data, len, cp, err, errlen);
+}
+
+enum checkpoint_status
+checkpoint_parse(const char *path, char *data, size_t len, struct checkpoint *cp,
+				 char *err, size_t errlen)
+{
+	int lineno = 0;
+	char *line, *next;
+
+	memset(cp, 0, sizeof(*cp));
+	if (len > CHECKPOINT_MAX)
+		return invalid(err, errlen, path, "file too large", 0);
 	data[len] = '\0';
 	if (len == 0)
 		return invalid(err, errlen, path, "file is empty", 0);

@@ -35,4 +35,12 @@ int checkpoint_write(const char *path, const struct checkpoint *cp,
 enum checkpoint_status checkpoint_read(const char *path, struct checkpoint *cp,
 									   char *err, size_t errlen);
 
+/*
+ * The same rules for a file's contents already in memory: DATA holds LEN
+ * bytes and one more byte of room (it is modified); PATH names it in
+ * messages. CP_INVALID with a message in err.
+ */
+enum checkpoint_status checkpoint_parse(const char *path, char *data, size_t len,
+										struct checkpoint *cp, char *err, size_t errlen);
+
 #endif

@@ -4,6 +4,7 @@
 # connection strings shown without passwords. No server needed.
 
 load lib/common
+bats_require_minimum_version 1.5.0
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return
@@ -276,7 +277,7 @@ EOF
 	[ "${lines[0]}" = "pgsync: error: --yes belongs to cleanup" ]
 	run pgsync-config --bogus
 	[ "$status" -eq 2 ]
-	[[ ${lines[-1]} == "       pgsync-config --catalog-sql" ]]
+	[[ ${lines[-1]} == "       pgsync-config --write-checkpoint FILE < CHECKPOINT" ]]
 }
 
 @test "cleanup without --yes refuses with exit 2 before touching anything" {
@@ -306,6 +307,27 @@ EOF
 	[ "$status" -eq 0 ]
 	[[ $output == *"CREATE TABLE IF NOT EXISTS pgsync.job ("* ]]
 	[[ $output == *"CREATE TABLE IF NOT EXISTS pgsync.job_runtime ("* ]]
+}
+
+@test "--write-checkpoint writes a checkpoint pg-ack reads, and writes nothing from invalid input" {
+	mkdir ck
+	printf '0/1A2B3C4\nsysid=7311\ntimeline=2\nslot=orders_slot\n' | pgsync-config --write-checkpoint ck/applied.lsn
+	[ "$(cat ck/applied.lsn)" = $'0/1A2B3C4\nsysid=7311\ntimeline=2\nslot=orders_slot' ]
+	# The reader's own checks: a slot of another name is refused before any connection.
+	run --separate-stderr pg-ack --slot other --from ck/applied.lsn
+	[ "$status" -eq 4 ]
+	[[ $stderr == *'records slot "orders_slot", not "other"'* ]]
+	run --separate-stderr pgsync-config --write-checkpoint ck/applied.lsn <<<"not-an-lsn"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = 'pgsync-config: error: invalid checkpoint file "on standard input": first line is not an LSN at line 1' ]
+	run --separate-stderr pgsync-config --write-checkpoint ck/applied.lsn < /dev/null
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"file is empty"* ]]
+	[ "$(head -1 ck/applied.lsn)" = 0/1A2B3C4 ]
+	run --separate-stderr pgsync-config --write-checkpoint nodir/applied.lsn <<<"0/1"
+	[ "$status" -eq 1 ]
+	[[ $stderr == "pgsync-config: error: cannot create checkpoint file \"nodir/applied.lsn.tmp."* ]]
+	[ "$(ls ck)" = applied.lsn ]
 }
 
 @test "the commented example configuration is valid, also with every key uncommented" {

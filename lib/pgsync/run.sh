@@ -89,9 +89,10 @@ pause() {
 }
 
 # The target's record is authoritative: hand it to pg-walcat as the position
-# to start from (atomically: temp file, fsync, rename).
+# to start from, through the C programs' own checkpoint writer (temp file,
+# fsync, rename, fsync of the directory), so the file has one writer's rules.
 write_checkpoint() {
-	local applied tmp=$STATE_DIR/applied.lsn.tmp
+	local applied
 	applied=$(applied_position)
 	[[ -n $applied ]] || return 0
 	{
@@ -99,7 +100,7 @@ write_checkpoint() {
 		[[ -n $JOB_SYSID ]] && printf 'sysid=%s\n' "$JOB_SYSID"
 		[[ -n $JOB_TIMELINE ]] && printf 'timeline=%s\n' "$JOB_TIMELINE"
 		printf 'slot=%s\n' "$SLOT"
-	} >"$tmp" && sync "$tmp" && mv -f "$tmp" "$STATE_DIR/applied.lsn" ||
+	} | pgsync-config --write-checkpoint "$STATE_DIR/applied.lsn" ||
 		die $EX_RUNTIME "cannot write $STATE_DIR/applied.lsn"
 }
 
