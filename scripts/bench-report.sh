@@ -47,14 +47,15 @@ bench_report() {
 			(.results[] |
 			"\(.contender | pad(16)) \(.status | pad(7)) \((.lag.lag_ms_p50 | num) + "ms" | lpad(9)) \((.lag.lag_ms_p99 | num) + "ms" | lpad(9)) \((.lag.lag_ms_max | num) + "ms" | lpad(9)) \(.lag.lag_bytes_p99 | num | lpad(11)) \(.achieved_tps | if . == null then "-" else (. | round | tostring) end | lpad(7)) \((.drain_s | num) + "s" | lpad(7))  \(rss)\(if .note != "" then "  [" + .note + "]" else "" end)")
 		else
-			"\("contender" | pad(16)) \("status" | pad(7)) \("wall" | lpad(9)) \(.rows_unit + "/s" | lpad(14)) \("vs builtin" | lpad(10))  peak RSS",
+			"\("contender" | pad(16)) \("status" | pad(7)) \("wall" | lpad(9)) \(.rows_unit + "/s" | lpad(14)) \("vs " + (.baseline | if startswith("builtin") then "builtin" else . end) | lpad(10))  peak RSS",
 			(.results[] |
 			"\(.contender | pad(16)) \(.status | pad(7)) \((.wall_s | if . == null then "-" else fmt2 + "s" end) | lpad(9)) \(.rows_per_s | num | lpad(14)) \(.speedup_vs_builtin | if . == null then "-" else fmt2 + "x" end | lpad(10))  \(rss)\(if .note != "" then "  [" + .note + "]" else "" end)")
 		end),
 		"durability: " + ([.results[] | "\(.contender): \(.durability)"] | join("; "))
 	),
 	"",
-	"vs builtin: time of the built-in subscription with its default settings (builtin-async where both run) / contender time (above 1: faster)."
+	"vs builtin: time of the built-in subscription with its default settings (builtin-async where both run) / contender time (above 1: faster).",
+	"vs md5: time of an md5 of every table on both sides / contender time."
 	' "$1"
 }
 

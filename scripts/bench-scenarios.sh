@@ -64,16 +64,23 @@ snap_pgsync() {
 	return $rc
 }
 
+# bench_conf SOURCE_DB PUB SCHEMA_LIKE CONF: a pgsync job "bench" on slot
+# bench_boot of every table of those schemas, its state under $RUN_DIR.
+bench_conf() {
+	local tables
+	tables=$(q "$1" "SELECT string_agg(format('%s.%s', schemaname, tablename), ',' ORDER BY 1)
+		FROM pg_tables WHERE schemaname LIKE '$3'")
+	printf '%s\n' "job.name = bench" "job.state_dir = $RUN_DIR/state" "source.slot = bench_boot" \
+		"source.publication = $2" "replication.tables = $tables" \
+		"resources.max_parallel_copies = $jobs" >"$4"
+}
+
 # The orchestrator's own command: slot, schema, copy, indexes, job row.
 # Its GNU time figure is the largest of its processes (pg-snapshot-dump or
 # pg-apply, usually). The job and slot are cleaned up afterwards, untimed.
 snap_bootstrap() {
-	local s=$1 t=$2 pub=$3 like=$4 conf=$RUN_DIR/pgsync.conf t0 rc=0 tables
-	tables=$(q "$s" "SELECT string_agg(format('%s.%s', schemaname, tablename), ',' ORDER BY 1)
-		FROM pg_tables WHERE schemaname LIKE '$like'")
-	printf '%s\n' "job.name = bench" "job.state_dir = $RUN_DIR/state" "source.slot = bench_boot" \
-		"source.publication = $pub" "replication.tables = $tables" \
-		"resources.max_parallel_copies = $jobs" >"$conf"
+	local s=$1 t=$2 pub=$3 like=$4 conf=$RUN_DIR/pgsync.conf t0 rc=0
+	bench_conf "$s" "$pub" "$like" "$conf"
 	t0=$(bench_now)
 	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
 		pgsync -c "$conf" --log warn bootstrap >>"$RUN_DIR/stderr" 2>&1 || rc=1
@@ -209,6 +216,105 @@ SQL
 	q "$s" "SELECT format('CREATE PUBLICATION bench_pub FOR TABLE %s', string_agg(format('%I.%I', schemaname, tablename), ', '))
 		FROM pg_tables WHERE schemaname LIKE 'tenant%'" | psql_script "$s"
 	snapshot_contenders snapshot-tenants "$s" bench_pub 'tenant%' "$expect"
+	bench_pair_destroy
+}
+
+# --- verify: source and target compared ---------------------------------------------
+
+# md5_tables URL: per table of schema public, the md5 of its rows' md5s in
+# key order, computed in the server: what a user checks by hand.
+md5_tables() {
+	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
+SELECT format('SELECT %L || '' '' || md5(string_agg(md5(t::text), '''' ORDER BY %s)) FROM %s t',
+	c.oid::regclass, (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+		FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, n), pg_attribute a
+		WHERE i.indrelid = c.oid AND i.indisprimary AND a.attrelid = c.oid AND a.attnum = k.attnum),
+	c.oid::regclass)
+  FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace ORDER BY 1 \gexec
+SQL
+}
+
+# verify_md5 SOURCE TARGET: md5_tables on both sides at once; the same sums.
+verify_md5() {
+	local s=$1 t=$2 pid rc=0
+	md5_tables "$s" >"$RUN_DIR/md5.source" 2>>"$RUN_DIR/stderr" &
+	pid=$!
+	md5_tables "$t" >"$RUN_DIR/md5.target" 2>>"$RUN_DIR/stderr" || rc=1
+	wait "$pid" || rc=1
+	((rc == 0)) || return 1
+	if [[ ! -s $RUN_DIR/md5.source ]] || ! cmp -s "$RUN_DIR/md5.source" "$RUN_DIR/md5.target"; then
+		echo "bench: error: the md5 sums differ" >>"$RUN_DIR/stderr"
+		return 1
+	fi
+}
+
+# pgcopydb compare data (pgcopydb 0.13 and later) with a work directory of
+# its own: it fetches the catalogs it needs there.
+verify_pgcopydb() {
+	rss_run pgcopydb timeout -k 10 "$timeout_s" pgcopydb compare data --source "$1" --target "$2" \
+		--dir "$RUN_DIR/pgcopydb" >"$RUN_DIR/pgcopydb.log" 2>&1 && return 0
+	grep -E 'ERROR|FATAL' "$RUN_DIR/pgcopydb.log" | tail -n 1 >>"$RUN_DIR/stderr"
+	return 1
+}
+
+# pgbench at --scale copied by pgsync bootstrap (the job left stopped), then
+# on the same two databases: pgsync verify (which takes the stopped job's
+# stream to its point itself), an md5 of every table on both sides, and
+# pgcopydb compare data.
+run_verify() {
+	local s t conf c expect=$((scale * 100011)) status note dur t0 boot
+	scenario verify "pgsync verify of pgbench scale $scale ($expect rows, 4 tables)" rows \
+		"$(jq -nc --argjson scale "$scale" --argjson jobs "$jobs" '{scale: $scale, jobs: $jobs}')" md5
+	bench_pair verify
+	q "$SRC" "CREATE DATABASE bench"
+	q "$TGT" "CREATE DATABASE bench"
+	s=$(db_url "$SRC" bench)
+	t=$(db_url "$TGT" bench)
+	pgbench -i -q -s "$scale" -d "$s" >/dev/null 2>&1 || bench_die "pgbench -i failed"
+	q "$s" "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
+	q "$s" "CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+	q "$s" "VACUUM ANALYZE"
+	new_run verify-bootstrap
+	boot=$RUN_DIR
+	conf=$boot/pgsync.conf
+	bench_conf "$s" bench_pub public "$conf"
+	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t pgsync -c "$conf" --log warn bootstrap >>"$boot/stderr" 2>&1 ||
+		bench_die "pgsync bootstrap failed: $(tail -n 1 "$boot/stderr")"
+	q "$t" "VACUUM ANALYZE"
+	for c in pgsync md5 pgcopydb; do
+		new_run "verify-$c"
+		WALL=""
+		status=ok note=""
+		if [[ $c == pgcopydb ]] && ! pgcopydb compare data --help >/dev/null 2>&1; then
+			note=$(pgcopydb --version 2>/dev/null | sed -n 's/^pgcopydb version //p' | head -n 1)
+			note=${note:+"pgcopydb $note has no compare data (0.13 and later)"}
+			record verify "$c" skipped "" "$expect" "" "${note:-pgcopydb not installed (scripts/install-deps --bench)}"
+			continue
+		fi
+		bench_warm
+		t0=$(bench_now)
+		case $c in
+		pgsync)
+			PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
+				pgsync -c "$conf" --log warn --json verify --jobs "$jobs" >"$RUN_DIR/verify.json" 2>>"$RUN_DIR/stderr" ||
+				status=failed
+			dur="exact, at one consistent point while the source runs: md5 of each row, compared per key-hash range"
+			;;
+		md5) verify_md5 "$s" "$t" || status=failed
+			dur="md5 of every table's rows in key order, each side in one session; not at one point in time" ;;
+		pgcopydb) verify_pgcopydb "$s" "$t" || status=failed
+			dur="pgcopydb compare data, a work directory of its own" ;;
+		esac
+		WALL=$(bench_elapsed "$t0")
+		if [[ $status == ok && $c == pgsync ]]; then
+			[[ $(jq -r '.outcome + " " + (.rows_compared | tostring)' "$RUN_DIR/verify.json") == "identical $expect" ]] ||
+				{ status=failed note="verify: $(jq -c '{outcome, rows_compared}' "$RUN_DIR/verify.json" 2>/dev/null)"; }
+		elif [[ $status != ok ]]; then
+			note=$(run_reason)
+			note=${note:-exit status non-zero}
+		fi
+		record verify "$c" "$status" "$WALL" "$expect" "$dur" "$note"
+	done
 	bench_pair_destroy
 }
 

@@ -91,7 +91,7 @@ smoke() {
 @test "smoke: every scenario is recorded with the built-in subscription and pgsync as contenders" {
 	smoke
 	run jq -r '.scenarios[].name' "$json"
-	[ "$output" = "$(printf '%s\n' snapshot-pgbench snapshot-tenants catchup bigtx-insert toast-update steady)" ]
+	[ "$output" = "$(printf '%s\n' snapshot-pgbench snapshot-tenants catchup bigtx-insert toast-update steady verify)" ]
 	run jq -r '.scenarios[] | [.name, ([.results[].contender] | join(","))] | @tsv' "$json"
 	[[ ${lines[0]} == $'snapshot-pgbench\tpgsync,pgsync-bootstrap,builtin,copy-pipe,pgcopydb' ]]
 	[[ ${lines[1]} == $'snapshot-tenants\tpgsync,pgsync-bootstrap,builtin,copy-pipe,pgcopydb' ]]
@@ -99,6 +99,7 @@ smoke() {
 	[[ ${lines[3]} == $'bigtx-insert\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]
 	[[ ${lines[4]} == $'toast-update\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]
 	[[ ${lines[5]} == $'steady\tpgsync,builtin,builtin-async' ]]
+	[[ ${lines[6]} == $'verify\tpgsync,md5,pgcopydb' ]]
 }
 
 @test "smoke: every contender applied the same data as the source (none failed)" {
@@ -126,6 +127,7 @@ smoke() {
 	[ "${lines[0]}" = "snapshot-pgbench pg-apply,pg-slot,pg-snapshot-dump" ]
 	[ "${lines[1]}" = "snapshot-tenants pg-apply,pg-slot,pg-snapshot-dump" ]
 	for i in 2 3 4 5; do [[ ${lines[$i]} == *" pg-apply,pg-walcat" ]]; done
+	[ "${lines[6]}" = "verify pgsync+children" ]
 	run jq -e '[.scenarios[].results[] | select(.contender == "pgsync") | .peak_rss_kb[] | . > 0] | all' "$json"
 	[ "$status" -eq 0 ]
 }
@@ -144,8 +146,9 @@ smoke() {
 	grep -q '^PostgreSQL 1[0-9]' "$txt"
 	grep -q 'fsync=on' "$txt"
 	grep -q 'synchronous_commit=on' "$txt"
-	[ "$(grep -c '^== ' "$txt")" -eq 6 ]
+	[ "$(grep -c '^== ' "$txt")" -eq 7 ]
 	[ "$(grep -c '^contender  *status  *wall .* vs builtin  peak RSS$' "$txt")" -eq 5 ]
+	[ "$(grep -c '^contender  *status  *wall .* vs md5  peak RSS$' "$txt")" -eq 1 ]
 	grep -q '^contender  *status  *lag p50 ' "$txt"
 	grep -q '^pgsync  *ok ' "$txt"
 	# stdout is the report itself
