@@ -215,10 +215,11 @@ SQL
 # create schemas (the pgsync schema, the tables' schemas) and tables in
 # public, as the guide says is enough. Exports TGT_URL connecting as ROLE.
 lp_target_role() {
-	local role=$1
+	local role=$1 sql="GRANT CREATE ON DATABASE postgres TO $1; GRANT CREATE ON SCHEMA public TO $1"
+	# An existing role (one with a password, say) gets the same grants.
 	[[ $(psql_at tgt -c "SELECT count(*) FROM pg_roles WHERE rolname = '$role'") == 1 ]] ||
-		psql_at tgt -c "CREATE ROLE $role LOGIN; GRANT CREATE ON DATABASE postgres TO $role;
-			GRANT CREATE ON SCHEMA public TO $role" >/dev/null
+		sql="CREATE ROLE $role LOGIN; $sql"
+	psql_at tgt -c "$sql" >/dev/null
 	export TGT_URL=${tgt_URL/user=postgres/user=$role}
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # Passwords never leave the environment: with password-protected roles
-# (scram-sha-256) on both servers, no output, log, state file, catalog row,
-# command line or child environment of any pgsync command shows them.
+# (scram-sha-256) on both servers, the guide's least-privilege source role
+# and a target role that is no superuser, no output, log, state file,
+# catalog row, command line or child environment of any pgsync command
+# shows them.
 
 load lib/cluster
 load pgsync-helpers
@@ -20,11 +22,14 @@ require_password() {
 setup_file() {
 	cluster_start src
 	cluster_start tgt
+	# The guide's least-privilege roles, with passwords. (In a subshell: the
+	# helpers export SRC_URL and TGT_URL, which must not be exported here.)
 	psql_at src -c "SET password_encryption = 'scram-sha-256'; CREATE ROLE app LOGIN REPLICATION PASSWORD '$SRC_PW';
 		CREATE TABLE sec_t (id int PRIMARY KEY, v text); INSERT INTO sec_t SELECT g, 'v' FROM generate_series(1, 50) g;
-		GRANT SELECT ON sec_t TO app; CREATE PUBLICATION sec_pub FOR TABLE sec_t"
-	psql_at tgt -c "SET password_encryption = 'scram-sha-256'; CREATE ROLE tapp LOGIN PASSWORD '$TGT_PW';
-		GRANT CREATE ON DATABASE postgres TO tapp; GRANT CREATE ON SCHEMA public TO tapp"
+		CREATE PUBLICATION sec_pub FOR TABLE sec_t"
+	psql_at tgt -c "SET password_encryption = 'scram-sha-256'; CREATE ROLE tapp LOGIN PASSWORD '$TGT_PW'"
+	(lp_source_role app sec_t && lp_target_role tapp)
+	[ "$(psql_at tgt -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'tapp'")" = f ]
 	require_password "$src_DIR" app
 	require_password "$tgt_DIR" tapp
 	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
