@@ -3,12 +3,18 @@
  * database exactly once. Progress lives in the target (pgsync.job), written
  * in the same transaction as the changes it covers; a checkpoint file
  * repeats the durable position for pg-walcat --ack-file and pg-ack.
+ * Here: options, the main loop and what each record does. The checkpoint
+ * file, heartbeat and exit on error are in lib/applyreport.c, replacing a
+ * lost target session in lib/applyrecover.c, their shared state in
+ * lib/applystate.h.
  */
 #include "applier.h"
+#include "applyrecover.h"
+#include "applyreport.h"
 #include "applysession.h"
+#include "applystate.h"
 #include "argsecret.h"
 #include "catalog.h"
-#include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
 #include "heartbeat.h"
@@ -22,21 +28,18 @@
 #include "session.h"
 #include "sig.h"
 #include "snapload.h"
-#include "srcstatus.h"
 #include "streamread.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#define CHECKPOINT_EVERY_MS 200
 #define LOCK_WAIT_MS 10000
 
 static const char usage_text[] =
@@ -71,67 +74,7 @@ static const char help_text[] =
 	"  -h, --help                     show this help\n"
 	"      --version                  show the version\n";
 
-struct app {
-	/* options */
-	const char *conninfo, *job_opt, *checkpoint_path, *conn_file;
-	int jobs, copy_threshold, max_retries;
-	bool no_merge, no_loop;
-	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
-	char **files;
-	int nfiles, cur;
-	struct input *in;
-
-	PGconn *conn, *meta;
-	struct streamread *sr;
-	struct relcache *rc;
-	struct applier *ap;
-	struct heartbeat *hb;
-	struct applysession_cfg scfg;	/* to open the sessions again */
-	bool replica_role;
-
-	/*
-	 * What was read since the last target commit, to apply again on a new
-	 * session (lib/replay.h), and the stream's transaction state there.
-	 */
-	struct replay *rp;
-	struct sr_mark mark, premark;	/* ... and before the line being applied */
-	bool in_line;
-	int retries;				/* reconnect attempts since the last commit */
-	uint32_t reconnects;		/* target sessions replaced */
-
-	/* the job and the identity of its source */
-	bool job_ready;
-	char job[256], sysid[24], slot[128], source_version[16];
-	uint32_t timeline;
-
-	/* positions: durable on the target, applied in the open batch, seen */
-	lsn_t durable, applied, received;
-	/* the target's progress when the current stream began: what is below
-	 * it is already applied (never a position this stream promised) */
-	lsn_t skip_below;
-	char commit_time[40], batch_commit_time[40];
-
-	/* the source transaction being read */
-	bool skipping;
-	uint64_t xid;
-	lsn_t commit_lsn;
-
-	/* the open batch */
-	bool batch_dirty;
-	bool commit_due;			/* full at its last COMMIT: commit once the next line checks out */
-	uint64_t batch_bytes, batch_start_ms, batch_txns;
-
-	struct pace pace;			/* is the producer live (lib/pace.h) */
-
-	uint64_t transactions, skipped;
-	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */
-	double last_apply_at;
-	lsn_t cp_written;
-	uint64_t cp_last_ms;
-	bool cp_ever;
-};
-
-static struct app A;
+static struct apply_state A;
 
 static double
 wall_seconds(void)
@@ -149,34 +92,6 @@ usage_error(const char *msg)
 		log_error("%s", msg);
 	fputs(usage_text, stderr);
 	exit(EXIT_USAGE);
-}
-
-/* --- checkpoint and heartbeat ------------------------------------------ */
-
-static void
-write_checkpoint(bool force)
-{
-	struct checkpoint cp;
-	char err[512];
-
-	/* Nothing applied yet on a new job: no file, which every reader takes
-	 * as "nothing confirmed" (a 0/0 one would read as a slot gone past it). */
-	if (A.checkpoint_path == NULL || !A.job_ready || A.durable == LSN_INVALID)
-		return;
-	if (A.cp_ever && A.cp_written == A.durable)
-		return;
-	if (!force && now_ms() - A.cp_last_ms < CHECKPOINT_EVERY_MS)
-		return;
-	memset(&cp, 0, sizeof(cp));
-	cp.lsn = A.durable;
-	snprintf(cp.sysid, sizeof(cp.sysid), "%s", A.sysid);
-	cp.timeline = A.timeline;
-	snprintf(cp.slot, sizeof(cp.slot), "%s", strcmp(A.slot, "-") == 0 ? "" : A.slot);
-	if (checkpoint_write(A.checkpoint_path, &cp, err, sizeof(err)) != 0)
-		log_fatal(EXIT_RUNTIME, "%s", err);
-	A.cp_written = A.durable;
-	A.cp_last_ms = now_ms();
-	A.cp_ever = true;
 }
 
 /*
@@ -197,240 +112,13 @@ read_ahead(void)
 		input_readahead(A.in);
 }
 
-static void
-heartbeat(bool force, bool stopped, const char *state)
-{
-	struct src_status src;
-	bool known = A.conn_file && srcstatus_read(A.conn_file, &src);
-	struct hb_stats st = {
-		.state = state,
-		.connection_state = known ? srcstatus_name(src.state) : NULL,
-		/* The job's connections lost and made again: source and target. */
-		.reconnects = (known ? src.reconnects : 0) + A.reconnects,
-		.source_version = A.source_version[0] ? A.source_version : NULL,
-		.received = A.received,
-		.applied = A.durable,
-		.transactions = A.transactions,
-		.changes = A.changes,
-		.last_apply_at = A.last_apply_at,
-		.last_commit_time = A.commit_time[0] ? A.commit_time : NULL,
-	};
-
-	struct apply_err err;
-
-	if (A.hb == NULL)
-		return;
-	/*
-	 * Lost alone (the apply session still works): open it again, once per
-	 * heartbeat. A failure keeps the broken one, whose errors then lead the
-	 * apply session into recover().
-	 */
-	if (A.meta && PQstatus(A.meta) == CONNECTION_BAD && heartbeat_wait_ms(A.hb) == 0)
-	{
-		PGconn *c = applysession_connect(A.conninfo, &err);
-
-		if (c != NULL && applysession_meta(c, &err))
-		{
-			PQfinish(A.meta);
-			A.meta = c;
-			A.reconnects++;
-			if (A.ap)
-				applier_set_meta(A.ap, c);
-		}
-		else
-		{
-			PQfinish(c);
-			log_warn("cannot write the heartbeat: %s", err.msg);
-		}
-	}
-	heartbeat_tick(A.hb, A.meta, &st, force, stopped);
-}
-
-/* Milliseconds the main loop may sleep before a timer needs it. */
-static int
-timer_wait_ms(void)
-{
-	uint64_t w = 1000;
-
-	if (A.hb && heartbeat_wait_ms(A.hb) < w)
-		w = heartbeat_wait_ms(A.hb);
-	if (A.checkpoint_path && A.cp_ever && A.cp_written != A.durable)
-	{
-		uint64_t since = now_ms() - A.cp_last_ms;
-
-		w = since >= CHECKPOINT_EVERY_MS ? 0 : (CHECKPOINT_EVERY_MS - since < w ? CHECKPOINT_EVERY_MS - since : w);
-	}
-	return (int) w;
-}
-
-static void
-timers(void)
-{
-	write_checkpoint(false);
-	heartbeat(false, false, "STREAMING");
-}
-
-/* --- failure and stop -------------------------------------------------- */
-
-/* Everything not committed is rolled back by closing the session. */
-static void __attribute__((noreturn))
-fail(const struct apply_err *err)
-{
-	if (err->code == EXIT_DONE)
-	{
-		/* Stopped by a signal while the target was busy: a clean stop. */
-		log_info("%s", err->msg);
-		if (A.conn)
-			PQfinish(A.conn);
-		A.conn = NULL;
-		write_checkpoint(true);
-		heartbeat(true, true, "STOPPED");
-		exit(EXIT_DONE);
-	}
-	log_error("%s", err->msg);
-	write_checkpoint(true);
-	if (A.conn)
-		PQfinish(A.conn);
-	exit(err->code);
-}
-
-static void __attribute__((noreturn))
-fail_in(bool with_line, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* An error about the input, located by input name (and line number). */
-static void
-fail_in(bool with_line, int code, const char *fmt, ...)
-{
-	struct apply_err e;
-	va_list ap;
-	int n;
-
-	if (with_line)
-		n = snprintf(e.msg, sizeof(e.msg), "%s:%llu: ", input_name(A.in),
-					 (unsigned long long) input_lineno(A.in));
-	else
-		n = snprintf(e.msg, sizeof(e.msg), "%s: ", input_name(A.in));
-	va_start(ap, fmt);
-	vsnprintf(e.msg + n, sizeof(e.msg) - (size_t) n, fmt, ap);
-	va_end(ap);
-	e.code = code;
-	fail(&e);
-}
-
-#define fail_at(...) fail_in(true, __VA_ARGS__)
-
-
-/* --- losing the target ------------------------------------------------- */
-
-/*
- * Everything read so far is durable on the target, or void; committing in
- * the middle of a line (A.in_line), except that line, which then starts the
- * window with the stream's state from before it.
- */
-static void
-window_reset(bool keep_line)
-{
-	keep_line = keep_line && A.in_line;
-	replay_reset(A.rp, keep_line);
-	if (keep_line)
-		A.mark = A.premark;
-	else
-		sr_mark(A.sr, &A.mark);
-}
-
-/* The sessions, as lib/applysession.c handles them. */
-static struct applysession
-sessions(void)
-{
-	struct applysession s = {A.conn, A.meta, A.ap, A.replica_role, A.retries};
-
-	return s;
-}
-
-static void
-set_sessions(const struct applysession *s)
-{
-	A.conn = s->conn;
-	A.meta = s->meta;
-	A.ap = s->ap;
-	A.replica_role = s->replica_role;
-	A.retries = s->retries;
-}
-
-static void
-drop_sessions(void)
-{
-	struct applysession s = sessions();
-
-	applysession_close(&s);
-	set_sessions(&s);
-}
-
-/*
- * The target session failed in a way a new one may not (lost, the server
- * restarting, a serialization failure or deadlock): open new sessions, ask
- * the target what it committed, and apply again what was read since the
- * last commit, skipping what the target already has. Exits when that
- * cannot be done: not retryable, --no-loop, the lines were not all kept,
- * or --max-retries attempts failed.
- */
-static void
-recover(const struct apply_err *why)
-{
-	struct apply_err err = *why;
-	struct applysession s;
-	char l[LSN_BUFSZ];
-	bool ok;
-
-	if (!why->retry || A.no_loop)
-	{
-		if (why->retry)
-			log_error("not reconnecting (--no-loop)");
-		fail(why);
-	}
-	if (replay_overflowed(A.rp))
-	{
-		apply_err_set(&err, EXIT_RUNTIME,
-					  "%s; the stream read since the last commit on the target (%zu bytes) is more than pg-apply keeps to apply again (twice --max-batch-bytes): not reconnecting, a restarted producer sends it again",
-					  why->msg, replay_bytes(A.rp));
-		fail(&err);
-	}
-	log_warn("%s: reconnecting", why->msg);
-	s = sessions();
-	ok = applysession_recover(&A.scfg, &s, A.durable, &A.durable, A.commit_time, sizeof(A.commit_time), &err);
-	set_sessions(&s);
-	if (!ok && err.code == EXIT_DONE)
-	{
-		log_info("%s; position %s", err.msg, lsn_format(A.durable, l));
-		write_checkpoint(true);
-		exit(EXIT_DONE);
-	}
-	if (!ok)
-		fail(&err);
-	A.reconnects++;
-	A.applied = A.durable;
-	if (A.durable > A.received)
-		A.received = A.durable;
-	A.skip_below = A.durable;
-	A.rows_mark = 0;
-	A.batch_dirty = A.skipping = A.commit_due = false;
-	A.batch_bytes = A.batch_txns = 0;
-	A.batch_start_ms = 0;
-	A.batch_commit_time[0] = '\0';
-	replay_start(A.rp);
-	sr_rewind(A.sr, &A.mark);
-	write_checkpoint(true);
-	heartbeat(true, false, "STREAMING");
-	log_info("reconnected to the target (applied position %s): applying again what was read since", lsn_format(A.durable, l));
-}
-
 /* --- batches ----------------------------------------------------------- */
 
 /*
  * Commit the open batch, unless part of it lies in a zstd frame whose
  * checksum was not checked yet: then it stays open (commit_due) until the
  * frame's end has been read. Nothing of a damaged frame is ever committed.
- * False when the target session was lost and replaced (see recover()).
+ * False when the target session was lost and replaced (see applyrecover_session()).
  */
 static bool
 commit_batch(void)
@@ -447,7 +135,7 @@ commit_batch(void)
 	}
 	if (!applier_commit(A.ap, A.applied, A.batch_commit_time[0] ? A.batch_commit_time : NULL, &err))
 	{
-		recover(&err);
+		applyrecover_session(&A, &err);
 		return false;
 	}
 	A.durable = A.applied;
@@ -462,8 +150,8 @@ commit_batch(void)
 	A.batch_bytes = A.batch_txns = 0;
 	A.batch_start_ms = 0;
 	A.batch_commit_time[0] = '\0';
-	window_reset(true);
-	write_checkpoint(false);
+	applyrecover_window_reset(&A, true);
+	applyreport_checkpoint(&A, false);
 	return true;
 }
 
@@ -486,9 +174,9 @@ rollback_batch(bool exiting)
 	A.batch_start_ms = 0;
 	A.batch_commit_time[0] = '\0';
 	A.skipping = false;
-	window_reset(false);
+	applyrecover_window_reset(&A, false);
 	if (!ok && !exiting)
-		recover(&err);
+		applyrecover_session(&A, &err);
 }
 
 /* Returns only when the last batch was lost with its session: replay it. */
@@ -502,14 +190,14 @@ finish(bool signalled)
 		rollback_batch(true);
 	else if (!commit_batch())
 		return;
-	write_checkpoint(true);
-	heartbeat(true, true, "STOPPED");
+	applyreport_checkpoint(&A, true);
+	applyreport_heartbeat(&A, true, true, "STOPPED");
 	if (A.job_ready)
 		log_info("%s: applied %llu transactions, skipped %llu already applied; position %s",
 				 signalled ? "stopped by signal" : "end of stream",
 				 (unsigned long long) A.transactions, (unsigned long long) A.skipped,
 				 lsn_format(A.durable, l));
-	drop_sessions();
+	applyrecover_drop_sessions(&A);
 	replay_free(A.rp);
 	exit(EXIT_DONE);
 }
@@ -540,12 +228,12 @@ init_job(const struct sr_record *rec)
 	if (!jobrow_lock(A.conn, A.job, LOCK_WAIT_MS, &err) ||
 		!jobrow_open(A.meta, A.job, &id, &A.durable, A.commit_time, sizeof(A.commit_time), &err) ||
 		(A.checkpoint_path && !jobrow_check_checkpoint(A.checkpoint_path, A.job, &id, A.durable, &err)))
-		fail(&err);
+		applyreport_fail(&A, &err);
 	A.applied = A.received = A.durable;
 
 	A.rc = relcache_new(A.job);
 	if (!relcache_load_tables(A.rc, A.meta, &err))
-		fail(&err);
+		applyreport_fail(&A, &err);
 	ao.job = A.job;
 	ao.copy_threshold = A.copy_threshold;
 	ao.merge_updates = !A.no_merge;
@@ -554,14 +242,14 @@ init_job(const struct sr_record *rec)
 	/* Part of what the batch may take: 4 MB, less for small batches. */
 	ao.held_bytes = A.max_batch_bytes < 4 * 1024 * 1024 ? (size_t) A.max_batch_bytes : 4 * 1024 * 1024;
 	if ((A.ap = applier_new(A.conn, A.meta, A.rc, &ao, &A.replica_role, &err)) == NULL)
-		fail(&err);
+		applyreport_fail(&A, &err);
 	A.scfg = (struct applysession_cfg) {A.conninfo, A.job, id, A.rc, ao, LOCK_WAIT_MS, A.max_retries};
 	if (!A.replica_role)
 		log_info("no permission to set session_replication_role: triggers and foreign keys stay active on the target");
 	A.hb = heartbeat_new(A.job, A.heartbeat_ms);
 	A.job_ready = true;
-	write_checkpoint(true);
-	heartbeat(true, false, "STREAMING");
+	applyreport_checkpoint(&A, true);
+	applyreport_heartbeat(&A, true, false, "STREAMING");
 }
 
 /* --- records ----------------------------------------------------------- */
@@ -579,7 +267,7 @@ on_header(const struct sr_record *rec)
 		init_job(rec);
 	else if (strcmp(rec->sysid, A.sysid) != 0 || rec->timeline != A.timeline ||
 			 strcmp(rec->slot, A.slot) != 0)
-		fail_at(EXIT_CONTINUITY,
+		applyreport_fail_at(&A, EXIT_CONTINUITY,
 				"stream from source %s timeline %u slot \"%s\" follows one from source %s timeline %u slot \"%s\": resync required",
 				rec->sysid, rec->timeline, rec->slot, A.sysid, A.timeline, A.slot);
 	else if (rec->interrupted)
@@ -595,27 +283,13 @@ on_header(const struct sr_record *rec)
 	 * transactions in between (a slot recreated, or advanced by someone
 	 * else): applying it would silently leave a hole. */
 	if (rec->lsn > A.applied && A.applied != 0)
-		fail_at(EXIT_CONTINUITY,
+		applyreport_fail_at(&A, EXIT_CONTINUITY,
 				"stream starts at %s, after the applied position %s: the transactions in between are not in this stream, resync required",
 				lsn_format(rec->lsn, a), lsn_format(A.applied, b));
 	/* The batch, committed now or once its compressed frame is verified. */
 	A.skip_below = A.applied;
 }
 
-/* A read or decompression error: one line, nothing more of the batch. */
-static void __attribute__((noreturn))
-read_failed(void)
-{
-	struct apply_err e;
-
-	if (input_lineno(A.in) > 0)
-		snprintf(e.msg, sizeof(e.msg), "%s (after line %llu)", input_error(A.in),
-				 (unsigned long long) input_lineno(A.in));
-	else
-		snprintf(e.msg, sizeof(e.msg), "%s", input_error(A.in));
-	e.code = EXIT_RUNTIME;
-	fail(&e);
-}
 
 /*
  * The target already holds everything below its applied position, so a
@@ -647,16 +321,16 @@ skip_snapshot(lsn_t at)
 					break;
 				/* fall through */
 			case IN_TRUNCATED:
-				fail_in(false, EXIT_RUNTIME, "stream truncated at line %llu: the snapshot section has no SNAPSHOTDONE",
+				applyreport_fail_in(&A, false, EXIT_RUNTIME, "stream truncated at line %llu: the snapshot section has no SNAPSHOTDONE",
 						(unsigned long long) input_lineno(A.in) + 1);
 			case IN_AGAIN:
 				break;
 			case IN_TOOLONG:
-				fail_in(false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
+				applyreport_fail_in(&A, false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
 						(unsigned long long) input_lineno(A.in) + 1,
 						(unsigned long long) A.max_message_bytes);
 			case IN_ERROR:
-				read_failed();
+				applyreport_read_failed(&A);
 		}
 	}
 }
@@ -665,10 +339,10 @@ skip_snapshot(lsn_t at)
 static void
 snapshot_tick(void)
 {
-	heartbeat(false, false, "SNAPSHOTTING");
+	applyreport_heartbeat(&A, false, false, "SNAPSHOTTING");
 }
 
-/* False when the target session was lost first (see recover()). */
+/* False when the target session was lost first (see applyrecover_session()). */
 static bool
 on_snapshot(const struct sr_record *rec)
 {
@@ -679,7 +353,7 @@ on_snapshot(const struct sr_record *rec)
 	int rc;
 
 	if (A.batch_dirty && !input_settled(A.in))
-		fail_at(EXIT_UNSUPPORTED, "a snapshot section starts inside the compressed frame of the transactions "
+		applyreport_fail_at(&A, EXIT_UNSUPPORTED, "a snapshot section starts inside the compressed frame of the transactions "
 				"before it, which cannot be verified before it loads");
 	if (!commit_batch())
 		return false;
@@ -688,30 +362,30 @@ on_snapshot(const struct sr_record *rec)
 		skip_snapshot(rec->lsn);
 		return true;
 	}
-	heartbeat(true, false, "SNAPSHOTTING");
+	applyreport_heartbeat(&A, true, false, "SNAPSHOTTING");
 	rc = snapload_section(A.in, rec->f, rec->nf, &so, &pos);
 	if (rc != EXIT_DONE)
 	{
-		write_checkpoint(true);
+		applyreport_checkpoint(&A, true);
 		exit(rc);
 	}
 	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
-		fail(&err);
+		applyreport_fail(&A, &err);
 	A.durable = A.applied = A.skip_below = pos;
 	if (pos > A.received)
 		A.received = pos;
-	write_checkpoint(true);
+	applyreport_checkpoint(&A, true);
 	if (!relcache_load_tables(A.rc, A.meta, &err))
-		fail(&err);
+		applyreport_fail(&A, &err);
 	log_info("snapshot loaded; changes continue from %s", lsn_format(pos, l));
-	heartbeat(true, false, "STREAMING");
+	applyreport_heartbeat(&A, true, false, "STREAMING");
 	return true;
 }
 
 /*
  * Apply one line. False when the target session was lost and replaced: the
- * line is then applied again from the replay (see recover()), and nothing
- * of it may be used here any more.
+ * line is then applied again from the replay (see applyrecover_session()),
+ * and nothing of it may be used here any more.
  *
  * A full batch is committed when the next line is read, and when that line
  * carries a position only once it has checked out: a COMMIT whose end is
@@ -733,7 +407,7 @@ on_line(const char *line, size_t len)
 			return false;
 	}
 	if (!sr_parse(A.sr, line, len, &rec))
-		fail_at(EXIT_UNSUPPORTED, "%s", sr_error(A.sr));
+		applyreport_fail_at(&A, EXIT_UNSUPPORTED, "%s", sr_error(A.sr));
 	if (A.commit_due && !commit_batch())
 		return false;
 	switch (rec.type)
@@ -767,7 +441,7 @@ on_line(const char *line, size_t len)
 		case SR_TRUNCATE:
 			if (!A.skipping && !applier_change(A.ap, &rec, A.xid, A.commit_lsn, &err))
 			{
-				recover(&err);
+				applyrecover_session(&A, &err);
 				return false;
 			}
 			break;
@@ -828,7 +502,7 @@ apply_line(const char *line, size_t len)
 	ok = on_line(line, len);
 	A.in_line = false;
 	if (ok && !sr_in_txn(A.sr) && !A.batch_dirty && !(A.ap && applier_txn_open(A.ap)))
-		window_reset(false);
+		applyrecover_window_reset(&A, false);
 }
 
 /* --- input ------------------------------------------------------------- */
@@ -861,9 +535,9 @@ truncated(void)
 
 	rollback_batch(true);
 	if (in_txn)
-		fail_in(false, EXIT_RUNTIME, "stream truncated in transaction %llu at line %llu",
+		applyreport_fail_in(&A, false, EXIT_RUNTIME, "stream truncated in transaction %llu at line %llu",
 				(unsigned long long) xid, line);
-	fail_in(false, EXIT_RUNTIME, "stream truncated at line %llu", line);
+	applyreport_fail_in(&A, false, EXIT_RUNTIME, "stream truncated at line %llu", line);
 }
 
 static void
@@ -871,7 +545,7 @@ wait_input(void)
 {
 	struct pollfd p[2] = {{input_fd(A.in), POLLIN, 0}, {sig_fd(), POLLIN, 0}};
 
-	if (poll(p, 2, timer_wait_ms()) > 0 && (p[1].revents & POLLIN))
+	if (poll(p, 2, applyreport_wait_ms(&A)) > 0 && (p[1].revents & POLLIN))
 		sig_drain();
 }
 
@@ -899,7 +573,7 @@ run(void)
 				if (++lines % 256 == 0)
 				{
 					pace_tick(&A.pace);
-					timers();
+					applyreport_tick(&A);
 				}
 				break;
 			case IN_AGAIN:
@@ -912,7 +586,7 @@ run(void)
 					if (!commit_batch())
 						break;
 				}
-				timers();
+				applyreport_tick(&A);
 				wait_input();
 				break;
 			case IN_EOF:
@@ -925,11 +599,11 @@ run(void)
 			case IN_TRUNCATED:
 				truncated();
 			case IN_TOOLONG:
-				fail_in(false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
+				applyreport_fail_in(&A, false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
 						(unsigned long long) input_lineno(A.in) + 1,
 						(unsigned long long) A.max_message_bytes);
 			case IN_ERROR:
-				read_failed();
+				applyreport_read_failed(&A);
 		}
 	}
 }

@@ -1,0 +1,110 @@
+#include "applyrecover.h"
+#include "applyreport.h"
+#include "common.h"
+#include "log.h"
+#include "replay.h"
+#include "streamread.h"
+
+#include <stdlib.h>
+
+/*
+ * Everything read so far is durable on the target, or void; committing in
+ * the middle of a line (a->in_line), except that line, which then starts the
+ * window with the stream's state from before it.
+ */
+void
+applyrecover_window_reset(struct apply_state *a, bool keep_line)
+{
+	keep_line = keep_line && a->in_line;
+	replay_reset(a->rp, keep_line);
+	if (keep_line)
+		a->mark = a->premark;
+	else
+		sr_mark(a->sr, &a->mark);
+}
+
+/* The sessions, as lib/applysession.c handles them. */
+static struct applysession
+sessions(const struct apply_state *a)
+{
+	struct applysession s = {a->conn, a->meta, a->ap, a->replica_role, a->retries};
+
+	return s;
+}
+
+static void
+set_sessions(struct apply_state *a, const struct applysession *s)
+{
+	a->conn = s->conn;
+	a->meta = s->meta;
+	a->ap = s->ap;
+	a->replica_role = s->replica_role;
+	a->retries = s->retries;
+}
+
+void
+applyrecover_drop_sessions(struct apply_state *a)
+{
+	struct applysession s = sessions(a);
+
+	applysession_close(&s);
+	set_sessions(a, &s);
+}
+
+/*
+ * The target session failed in a way a new one may not (lost, the server
+ * restarting, a serialization failure or deadlock): open new sessions, ask
+ * the target what it committed, and apply again what was read since the
+ * last commit, skipping what the target already has. Exits when that
+ * cannot be done: not retryable, --no-loop, the lines were not all kept,
+ * or --max-retries attempts failed.
+ */
+void
+applyrecover_session(struct apply_state *a, const struct apply_err *why)
+{
+	struct apply_err err = *why;
+	struct applysession s;
+	char l[LSN_BUFSZ];
+	bool ok;
+
+	if (!why->retry || a->no_loop)
+	{
+		if (why->retry)
+			log_error("not reconnecting (--no-loop)");
+		applyreport_fail(a, why);
+	}
+	if (replay_overflowed(a->rp))
+	{
+		apply_err_set(&err, EXIT_RUNTIME,
+					  "%s; the stream read since the last commit on the target (%zu bytes) is more than pg-apply keeps to apply again (twice --max-batch-bytes): not reconnecting, a restarted producer sends it again",
+					  why->msg, replay_bytes(a->rp));
+		applyreport_fail(a, &err);
+	}
+	log_warn("%s: reconnecting", why->msg);
+	s = sessions(a);
+	ok = applysession_recover(&a->scfg, &s, a->durable, &a->durable, a->commit_time, sizeof(a->commit_time), &err);
+	set_sessions(a, &s);
+	if (!ok && err.code == EXIT_DONE)
+	{
+		log_info("%s; position %s", err.msg, lsn_format(a->durable, l));
+		applyreport_checkpoint(a, true);
+		exit(EXIT_DONE);
+	}
+	if (!ok)
+		applyreport_fail(a, &err);
+	a->reconnects++;
+	a->applied = a->durable;
+	if (a->durable > a->received)
+		a->received = a->durable;
+	a->skip_below = a->durable;
+	a->rows_mark = 0;
+	a->batch_dirty = a->skipping = a->commit_due = false;
+	a->batch_bytes = a->batch_txns = 0;
+	a->batch_start_ms = 0;
+	a->batch_commit_time[0] = '\0';
+	replay_start(a->rp);
+	sr_rewind(a->sr, &a->mark);
+	applyreport_checkpoint(a, true);
+	applyreport_heartbeat(a, true, false, "STREAMING");
+	log_info("reconnected to the target (applied position %s): applying again what was read since", lsn_format(a->durable, l));
+}

@@ -1,0 +1,170 @@
+#include "applyreport.h"
+#include "applysession.h"
+#include "checkpoint.h"
+#include "common.h"
+#include "log.h"
+#include "srcstatus.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The checkpoint file is rewritten at most this often, unless forced. */
+#define CHECKPOINT_EVERY_MS 200
+
+void
+applyreport_checkpoint(struct apply_state *a, bool force)
+{
+	struct checkpoint cp;
+	char err[512];
+
+	/* Nothing applied yet on a new job: no file, which every reader takes
+	 * as "nothing confirmed" (a 0/0 one would read as a slot gone past it). */
+	if (a->checkpoint_path == NULL || !a->job_ready || a->durable == LSN_INVALID)
+		return;
+	if (a->cp_ever && a->cp_written == a->durable)
+		return;
+	if (!force && now_ms() - a->cp_last_ms < CHECKPOINT_EVERY_MS)
+		return;
+	memset(&cp, 0, sizeof(cp));
+	cp.lsn = a->durable;
+	snprintf(cp.sysid, sizeof(cp.sysid), "%s", a->sysid);
+	cp.timeline = a->timeline;
+	snprintf(cp.slot, sizeof(cp.slot), "%s", strcmp(a->slot, "-") == 0 ? "" : a->slot);
+	if (checkpoint_write(a->checkpoint_path, &cp, err, sizeof(err)) != 0)
+		log_fatal(EXIT_RUNTIME, "%s", err);
+	a->cp_written = a->durable;
+	a->cp_last_ms = now_ms();
+	a->cp_ever = true;
+}
+
+void
+applyreport_heartbeat(struct apply_state *a, bool force, bool stopped, const char *state)
+{
+	struct src_status src;
+	bool known = a->conn_file && srcstatus_read(a->conn_file, &src);
+	struct hb_stats st = {
+		.state = state,
+		.connection_state = known ? srcstatus_name(src.state) : NULL,
+		/* The job's connections lost and made again: source and target. */
+		.reconnects = (known ? src.reconnects : 0) + a->reconnects,
+		.source_version = a->source_version[0] ? a->source_version : NULL,
+		.received = a->received,
+		.applied = a->durable,
+		.transactions = a->transactions,
+		.changes = a->changes,
+		.last_apply_at = a->last_apply_at,
+		.last_commit_time = a->commit_time[0] ? a->commit_time : NULL,
+	};
+
+	struct apply_err err;
+
+	if (a->hb == NULL)
+		return;
+	/*
+	 * Lost alone (the apply session still works): open it again, once per
+	 * heartbeat. A failure keeps the broken one, whose errors then lead the
+	 * apply session into applyrecover_session().
+	 */
+	if (a->meta && PQstatus(a->meta) == CONNECTION_BAD && heartbeat_wait_ms(a->hb) == 0)
+	{
+		PGconn *c = applysession_connect(a->conninfo, &err);
+
+		if (c != NULL && applysession_meta(c, &err))
+		{
+			PQfinish(a->meta);
+			a->meta = c;
+			a->reconnects++;
+			if (a->ap)
+				applier_set_meta(a->ap, c);
+		}
+		else
+		{
+			PQfinish(c);
+			log_warn("cannot write the heartbeat: %s", err.msg);
+		}
+	}
+	heartbeat_tick(a->hb, a->meta, &st, force, stopped);
+}
+
+/* Milliseconds the main loop may sleep before a timer needs it. */
+int
+applyreport_wait_ms(const struct apply_state *a)
+{
+	uint64_t w = 1000;
+
+	if (a->hb && heartbeat_wait_ms(a->hb) < w)
+		w = heartbeat_wait_ms(a->hb);
+	if (a->checkpoint_path && a->cp_ever && a->cp_written != a->durable)
+	{
+		uint64_t since = now_ms() - a->cp_last_ms;
+
+		w = since >= CHECKPOINT_EVERY_MS ? 0 : (CHECKPOINT_EVERY_MS - since < w ? CHECKPOINT_EVERY_MS - since : w);
+	}
+	return (int) w;
+}
+
+void
+applyreport_tick(struct apply_state *a)
+{
+	applyreport_checkpoint(a, false);
+	applyreport_heartbeat(a, false, false, "STREAMING");
+}
+
+/* Everything not committed is rolled back by closing the session. */
+void
+applyreport_fail(struct apply_state *a, const struct apply_err *err)
+{
+	if (err->code == EXIT_DONE)
+	{
+		/* Stopped by a signal while the target was busy: a clean stop. */
+		log_info("%s", err->msg);
+		if (a->conn)
+			PQfinish(a->conn);
+		a->conn = NULL;
+		applyreport_checkpoint(a, true);
+		applyreport_heartbeat(a, true, true, "STOPPED");
+		exit(EXIT_DONE);
+	}
+	log_error("%s", err->msg);
+	applyreport_checkpoint(a, true);
+	if (a->conn)
+		PQfinish(a->conn);
+	exit(err->code);
+}
+
+/* An error about the input, located by input name (and line number). */
+void
+applyreport_fail_in(struct apply_state *a, bool with_line, int code, const char *fmt, ...)
+{
+	struct apply_err e;
+	va_list ap;
+	int n;
+
+	if (with_line)
+		n = snprintf(e.msg, sizeof(e.msg), "%s:%llu: ", input_name(a->in),
+					 (unsigned long long) input_lineno(a->in));
+	else
+		n = snprintf(e.msg, sizeof(e.msg), "%s: ", input_name(a->in));
+	va_start(ap, fmt);
+	vsnprintf(e.msg + n, sizeof(e.msg) - (size_t) n, fmt, ap);
+	va_end(ap);
+	e.code = code;
+	applyreport_fail(a, &e);
+}
+
+/* A read or decompression error: one line, nothing more of the batch. */
+void
+applyreport_read_failed(struct apply_state *a)
+{
+	struct apply_err e;
+
+	if (input_lineno(a->in) > 0)
+		snprintf(e.msg, sizeof(e.msg), "%s (after line %llu)", input_error(a->in),
+				 (unsigned long long) input_lineno(a->in));
+	else
+		snprintf(e.msg, sizeof(e.msg), "%s", input_error(a->in));
+	e.code = EXIT_RUNTIME;
+	applyreport_fail(a, &e);
+}

@@ -1,0 +1,82 @@
+/*
+ * applystate.h - one pg-apply run: options, sessions, reader and positions,
+ * owned by bin/pg-apply.c and lent to applyreport and applyrecover.
+ * Only pg-apply makes one; no module keeps its own copy of a position here.
+ */
+#ifndef PGSYNC_APPLYSTATE_H
+#define PGSYNC_APPLYSTATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+#include "applier.h"
+#include "applysession.h"
+#include "heartbeat.h"
+#include "input.h"
+#include "lsn.h"
+#include "pace.h"
+#include "relcache.h"
+#include "replay.h"
+#include "streamread.h"
+
+struct apply_state {
+	/* options */
+	const char *conninfo, *job_opt, *checkpoint_path, *conn_file;
+	int jobs, copy_threshold, max_retries;
+	bool no_merge, no_loop;
+	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
+	char **files;
+	int nfiles, cur;
+	struct input *in;
+
+	PGconn *conn, *meta;
+	struct streamread *sr;
+	struct relcache *rc;
+	struct applier *ap;
+	struct heartbeat *hb;
+	struct applysession_cfg scfg;	/* to open the sessions again */
+	bool replica_role;
+
+	/*
+	 * What was read since the last target commit, to apply again on a new
+	 * session (lib/replay.h), and the stream's transaction state there.
+	 */
+	struct replay *rp;
+	struct sr_mark mark, premark;	/* ... and before the line being applied */
+	bool in_line;
+	int retries;				/* reconnect attempts since the last commit */
+	uint32_t reconnects;		/* target sessions replaced */
+
+	/* the job and the identity of its source */
+	bool job_ready;
+	char job[256], sysid[24], slot[128], source_version[16];
+	uint32_t timeline;
+
+	/* positions: durable on the target, applied in the open batch, seen */
+	lsn_t durable, applied, received;
+	/* the target's progress when the current stream began: what is below
+	 * it is already applied (never a position this stream promised) */
+	lsn_t skip_below;
+	char commit_time[40], batch_commit_time[40];
+
+	/* the source transaction being read */
+	bool skipping;
+	uint64_t xid;
+	lsn_t commit_lsn;
+
+	/* the open batch */
+	bool batch_dirty;
+	bool commit_due;			/* full at its last COMMIT: commit once the next line checks out */
+	uint64_t batch_bytes, batch_start_ms, batch_txns;
+
+	struct pace pace;			/* is the producer live (lib/pace.h) */
+
+	uint64_t transactions, skipped;
+	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */
+	double last_apply_at;
+	lsn_t cp_written;
+	uint64_t cp_last_ms;
+	bool cp_ever;
+};
+#endif
