@@ -180,13 +180,10 @@ check_sysid(PGconn *conn, const struct opts *o, const struct checkpoint *cp)
 
 	if (cp->sysid[0] == '\0')
 		return;
-	r = conn_query(conn, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
-				   0, NULL, 1, &err);
+	r = conn_query_one(conn, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
+					   0, NULL, 1, &err);
 	if (r == NULL)
 		fatal_pgerr(EXIT_RUNTIME, "cannot read the source's system identifier", &err);
-	if (PQntuples(r) != 1)
-		log_fatal(EXIT_RUNTIME, "cannot read the source's system identifier: got %d rows, expected 1",
-				  PQntuples(r));
 	snprintf(sysid, sizeof(sysid), "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	if (strcmp(sysid, cp->sysid) != 0)

@@ -74,14 +74,14 @@ walsrc_preflight(PGconn *conn, const char *slotname,
 bool
 walsrc_current_lsn(PGconn *conn, lsn_t *out, struct pgerr *err)
 {
-	PGresult *r = conn_query(conn, "SELECT pg_catalog.pg_current_wal_lsn()", 0, NULL, 1, err);
+	PGresult *r = conn_query_one(conn, "SELECT pg_catalog.pg_current_wal_lsn()", 0, NULL, 1, err);
 	bool ok;
 
 	if (r == NULL)
 		return false;
-	ok = PQntuples(r) == 1 && lsn_parse(PQgetvalue(r, 0, 0), out);
+	ok = lsn_parse(PQgetvalue(r, 0, 0), out);
 	if (!ok)
-		pgerr_printf(err, false, "unexpected result from pg_current_wal_lsn(): got %d rows", PQntuples(r));
+		pgerr_printf(err, false, "unexpected result from pg_current_wal_lsn(): not a WAL position");
 	PQclear(r);
 	return ok;
 }
