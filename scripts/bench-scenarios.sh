@@ -172,6 +172,16 @@ snapshot_contenders() {
 	done
 }
 
+# pgbench_published URL: pgbench -i at --scale, published as bench_pub.
+pgbench_published() {
+	pgbench -i -q -s "$scale" -d "$1" >/dev/null 2>&1 || bench_die "pgbench -i failed"
+	# pgsync bootstrap refuses a published table without a key (updates and
+	# deletes on it would fail on the source); pgbench_history is empty here.
+	q "$1" "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
+	q "$1" "CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+	q "$1" "VACUUM ANALYZE"
+}
+
 run_snapshot_pgbench() {
 	local s expect=$((scale * 100011))
 	scenario snapshot-pgbench "initial copy of pgbench scale $scale ($expect rows, 4 tables)" rows \
@@ -179,12 +189,7 @@ run_snapshot_pgbench() {
 	bench_pair snapshot-pgbench
 	q "$SRC" "CREATE DATABASE bench"
 	s=$(db_url "$SRC" bench)
-	pgbench -i -q -s "$scale" -d "$s" >/dev/null 2>&1 || bench_die "pgbench -i failed"
-	# pgsync bootstrap refuses a published table without a key (updates and
-	# deletes on it would fail on the source); pgbench_history is empty here.
-	q "$s" "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
-	q "$s" "CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
-	q "$s" "VACUUM ANALYZE"
+	pgbench_published "$s"
 	snapshot_contenders snapshot-pgbench "$s" bench_pub public "$expect"
 	bench_pair_destroy
 }
@@ -270,10 +275,7 @@ run_verify() {
 	q "$TGT" "CREATE DATABASE bench"
 	s=$(db_url "$SRC" bench)
 	t=$(db_url "$TGT" bench)
-	pgbench -i -q -s "$scale" -d "$s" >/dev/null 2>&1 || bench_die "pgbench -i failed"
-	q "$s" "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
-	q "$s" "CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
-	q "$s" "VACUUM ANALYZE"
+	pgbench_published "$s"
 	new_run verify-bootstrap
 	boot=$RUN_DIR
 	conf=$boot/pgsync.conf
