@@ -8,8 +8,9 @@
 # target, inserts with default keys succeed on the target, run has stopped
 # and refuses to resume, and --undo-fence restores the roles' own settings;
 # --no-fence. The source role has the guide's privileges only, the fencing
-# is done by a separate role with CREATEROLE and pg_signal_backend, the
-# target role is no superuser.
+# is done by a separate role with CREATEROLE, pg_signal_backend and (needed
+# from PostgreSQL 16 on) ADMIN OPTION on the fenced roles, the target role
+# is no superuser.
 
 load lib/cluster
 load pgsync-helpers
@@ -38,6 +39,7 @@ setup_file() {
 		GRANT pg_signal_backend TO sw_admin;
 		CREATE ROLE sw_app LOGIN;
 		CREATE ROLE sw_app2 LOGIN;
+		GRANT sw_app, sw_app2 TO sw_admin WITH ADMIN OPTION;
 		GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO sw_app, sw_app2;
 		GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sw_app, sw_app2;
 		ALTER ROLE sw_app2 IN DATABASE postgres SET default_transaction_read_only = off"
@@ -232,6 +234,36 @@ still_streaming() {
 	still_streaming
 }
 
+# fence_waits_on_lock: the fencing role's session waits for a lock.
+fence_waits_on_lock() {
+	[ "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE usename = 'sw_admin' AND wait_event_type = 'Lock'")" = 1 ]
+}
+
+@test "a switchover stopped in the middle of its fence, one role set and the next one's setting held by another session, undoes what it had set" {
+	# A session that changes sw_app2's setting (to what it already is) and
+	# keeps its transaction open holds that catalog row, so the fence stops
+	# after sw_app, in the middle of its statements.
+	mkfifo "$BATS_FILE_TMPDIR/holder"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$src_URL" <"$BATS_FILE_TMPDIR/holder" >"$BATS_FILE_TMPDIR/holder.log" 2>&1 &
+	local holder=$!
+	exec 7>"$BATS_FILE_TMPDIR/holder"
+	echo "BEGIN; ALTER ROLE sw_app2 IN DATABASE postgres SET default_transaction_read_only = off; SELECT 'held';" >&7
+	wait_until 30 test "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'")" = 1
+
+	pgs_bg "$BATS_FILE_TMPDIR/sw.fence.log" sw switchover
+	wait_until 60 fence_waits_on_lock
+	[ "$(role_setting sw_app)" = "default_transaction_read_only=on" ]
+	kill -TERM "$BG_PID"
+	echo "COMMIT;" >&7
+	exec 7>&-
+	wait "$holder"
+	bg_wait "$BATS_FILE_TMPDIR/sw.fence.log" 60
+	cat "$BATS_FILE_TMPDIR/sw.fence.log"
+	[ "$BG_STATUS" -ne 0 ]
+	grep -q "the fence is undone" "$BATS_FILE_TMPDIR/sw.fence.log"
+	still_streaming
+}
+
 @test "switchover against a workload writing as the fenced roles: nothing lands on the source after the final position" {
 	local work=$BATS_FILE_TMPDIR/workload
 	mkdir -p "$work"
@@ -343,6 +375,15 @@ still_streaming() {
 	[ "$status" -eq 3 ]
 	[[ $output == *"FAIL  source: switchover: role sw_admin cannot change the settings of role sw_app (ALTER ROLE ... SET); fix: ALTER ROLE sw_admin CREATEROLE"* ]]
 	[[ $output == *"FAIL  source: switchover: role sw_admin cannot terminate the sessions of other roles; fix: GRANT pg_signal_backend TO sw_admin"* ]]
+	# From PostgreSQL 16 on, CREATEROLE alone no longer lets a role alter
+	# another: it needs ADMIN OPTION on it.
+	if (($(psql_at src -c "SHOW server_version_num") >= 160000)); then
+		psql_at src -c "REVOKE ADMIN OPTION FOR sw_app FROM sw_admin"
+		run pgs sw check
+		psql_at src -c "GRANT sw_app TO sw_admin WITH ADMIN OPTION"
+		[ "$status" -eq 3 ]
+		[[ $output == *"FAIL  source: switchover: role sw_admin cannot change the settings of role sw_app (ALTER ROLE ... SET); fix: GRANT sw_app TO sw_admin WITH ADMIN OPTION"* ]]
+	fi
 	PGSYNC_SOURCE_ADMIN_URL="$src_URL user=sw_admin dbname=template1" run pgs sw check
 	[[ $output == *"FAIL  source: switchover: PGSYNC_SOURCE_ADMIN_URL connects to database template1, the source is postgres; fix: let PGSYNC_SOURCE_ADMIN_URL name database postgres"* ]]
 }
