@@ -11,8 +11,9 @@
 #include <string.h>
 #include <libpq-fe.h>
 
-/* The copies live as long as the program. */
-static char *kept[4];
+/* The copies live as long as the program (a list, however often it is
+ * called), freed at exit so that leak checkers see none lost. */
+static char **kept;
 static size_t nkept;
 
 static void
@@ -20,6 +21,8 @@ free_kept(void)
 {
 	while (nkept > 0)
 		free(kept[--nkept]);
+	free(kept);
+	kept = NULL;
 }
 
 static void
@@ -114,10 +117,10 @@ argsecret_conninfo(char *arg)
 	}
 	PQconninfoFree(opts);
 	copy = xstrdup(arg);
-	if (nkept == 0)
+	if (kept == NULL)
 		atexit(free_kept);
-	if (nkept < sizeof(kept) / sizeof(kept[0]))
-		kept[nkept++] = copy;
+	kept = xrealloc(kept, (nkept + 1) * sizeof(*kept));
+	kept[nkept++] = copy;
 	if (strncmp(arg, "postgresql://", 13) == 0 || strncmp(arg, "postgres://", 11) == 0)
 		blank_url(arg);
 	else
