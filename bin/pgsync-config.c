@@ -862,7 +862,10 @@ main(int argc, char **argv)
 	bool nul = false, display = false, catalog = false;
 	FILE *f;
 	int c, nsets = 0;
-	char **sets = xcalloc((size_t) argc, sizeof(char *));
+	/* Static: reachable until exit on every return path below. */
+	static char **sets;
+
+	sets = xcalloc((size_t) argc, sizeof(char *));
 
 	log_init(argv[0]);
 	cfg_file = "pgsync.conf";

@@ -391,6 +391,9 @@ pub_resolve(PGconn *conn, const char *const *pubs, int npubs, struct pub_set *ou
 		free(lists[i].attrs);
 	free(lists);
 	free(arr);
+	/* A refusal (different column lists, say) leaves nothing to free. */
+	if (rc != EXIT_DONE)
+		pub_set_free(out);
 	return rc;
 }
 
