@@ -83,8 +83,14 @@ app_writes() {
 
 # pause_stream / resume_stream: stop and continue the job's pg-walcat, so
 # that the target falls behind while run and pg-apply stay alive.
+# Only among this run's own processes: another run of this file elsewhere
+# on the machine has a pg-walcat of the same slot name.
 pause_stream() {
-	WALCAT=$(pgrep -n -f -- "pg-walcat .*--slot sw_slot ")
+	local p
+	WALCAT=""
+	for p in $(descendants "$(<"$(current_run_log).pid")"); do
+		if [[ $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) == *pg-walcat*"--slot sw_slot "* ]]; then WALCAT=$p; fi
+	done
 	[ -n "$WALCAT" ]
 	kill -STOP "$WALCAT"
 }
