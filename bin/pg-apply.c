@@ -146,10 +146,7 @@ commit_batch(void)
 	A.changes += applier_rows(A.ap) - A.rows_mark;
 	A.rows_mark = applier_rows(A.ap);
 	A.last_apply_at = wall_seconds();
-	A.batch_dirty = false;
-	A.batch_bytes = A.batch_txns = 0;
-	A.batch_start_ms = 0;
-	A.batch_commit_time[0] = '\0';
+	apply_state_batch_clear(&A);
 	applyrecover_window_reset(&A, true);
 	applyreport_checkpoint(&A, false);
 	return true;
@@ -168,11 +165,8 @@ rollback_batch(bool exiting)
 	if (A.ap)
 		A.rows_mark = applier_rows(A.ap);
 	A.applied = A.durable;
-	A.batch_dirty = false;
 	A.commit_due = false;
-	A.batch_bytes = A.batch_txns = 0;
-	A.batch_start_ms = 0;
-	A.batch_commit_time[0] = '\0';
+	apply_state_batch_clear(&A);
 	A.skipping = false;
 	applyrecover_window_reset(&A, false);
 	if (!ok && !exiting)

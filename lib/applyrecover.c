@@ -98,10 +98,8 @@ applyrecover_session(struct apply_state *a, const struct apply_err *why)
 		a->received = a->durable;
 	a->skip_below = a->durable;
 	a->rows_mark = 0;
-	a->batch_dirty = a->skipping = a->commit_due = false;
-	a->batch_bytes = a->batch_txns = 0;
-	a->batch_start_ms = 0;
-	a->batch_commit_time[0] = '\0';
+	a->skipping = a->commit_due = false;
+	apply_state_batch_clear(a);
 	replay_start(a->rp);
 	sr_rewind(a->sr, &a->mark);
 	applyreport_checkpoint(a, true);

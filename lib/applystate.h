@@ -79,4 +79,14 @@ struct apply_state {
 	uint64_t cp_last_ms;
 	bool cp_ever;
 };
+
+/* The batch is empty again: after a commit, a rollback or a new session. */
+static inline void
+apply_state_batch_clear(struct apply_state *a)
+{
+	a->batch_dirty = false;
+	a->batch_bytes = a->batch_txns = 0;
+	a->batch_start_ms = 0;
+	a->batch_commit_time[0] = '\0';
+}
 #endif
