@@ -11,12 +11,17 @@ PG_LIBDIR := $(shell pg_config --libdir 2>/dev/null)
 ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
 ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 
+LIB_INCLUDE = $(foreach d,$(LIB_DIRS),-I lib/$(d))
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
-	-I lib -I $(PG_INCLUDE) $(ZSTD_CFLAGS) $(EXTRA_CFLAGS)
+	$(LIB_INCLUDE) -I $(PG_INCLUDE) $(ZSTD_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS_ALL = -L $(PG_LIBDIR) -lpq $(ZSTD_LIBS) -lpthread -lm
 
 PROGS := $(patsubst %.c,%,$(wildcard bin/*.c))
-LIB_SRC := $(wildcard lib/*.c)
+# lib/ is grouped by subsystem (lib/README.md); every folder is on the
+# include path, so a header is named by its file name alone.
+LIB_DIRS := base source stream apply snapshot
+LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
+LIB_HDR := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.h))
 LIB_OBJ := $(patsubst lib/%.c,build/lib/%.o,$(LIB_SRC))
 UNIT_SRC := $(wildcard test/unit/*_test.c)
 UNIT_BIN := $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRC))
@@ -32,8 +37,8 @@ build/.flags: FORCE
 	@mkdir -p build
 	@echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' > $@
 
-build/lib/%.o: lib/%.c lib/*.h build/.flags
-	@mkdir -p build/lib
+build/lib/%.o: lib/%.c $(LIB_HDR) build/.flags
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 # An archive, so each program links only the modules it uses.
@@ -41,7 +46,7 @@ build/libpgsync.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $(LIB_OBJ)
 
-bin/%: bin/%.c build/libpgsync.a lib/*.h build/.flags
+bin/%: bin/%.c build/libpgsync.a $(LIB_HDR) build/.flags
 	$(CC) $(CFLAGS_ALL) -o $@ $< build/libpgsync.a $(LDLIBS_ALL)
 
 build/unit/%: test/unit/%.c test/unit/unit.h build/libpgsync.a build/.flags

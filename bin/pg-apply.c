@@ -4,9 +4,9 @@
  * in the same transaction as the changes it covers; a checkpoint file
  * repeats the durable position for pg-walcat --ack-file and pg-ack.
  * Here: options, the main loop and what each record does. The checkpoint
- * file, heartbeat and exit on error are in lib/applyreport.c, replacing a
- * lost target session in lib/applyrecover.c, their shared state in
- * lib/applystate.h.
+ * file, heartbeat and exit on error are in lib/apply/applyreport.c, replacing a
+ * lost target session in lib/apply/applyrecover.c, their shared state in
+ * lib/apply/applystate.h.
  */
 #include "applier.h"
 #include "applyrecover.h"

@@ -63,10 +63,9 @@ setup_file() {
 	local inc lib
 	inc=$(pg_config --includedir) lib=$(pg_config --libdir)
 	cd "$PGSYNC_ROOT"
-	cc -std=c11 -D_GNU_SOURCE -O0 -I lib -I "$inc" -o "$BATS_FILE_TMPDIR/repl-probe" test/repl-probe.c \
-		lib/replication.c lib/conn.c lib/buf.c lib/common.c lib/log.c lib/lsn.c -L "$lib" -lpq -lzstd -lm 2>/dev/null ||
-		cc -std=c11 -D_GNU_SOURCE -O0 -I lib -I "$inc" -o "$BATS_FILE_TMPDIR/repl-probe" test/repl-probe.c \
-			lib/*.c -L "$lib" -lpq -lzstd -lpthread -lm
+	local incs=(-I lib/base -I lib/source -I lib/stream -I lib/apply -I lib/snapshot)
+	cc -std=c11 -D_GNU_SOURCE -O0 "${incs[@]}" -I "$inc" -o "$BATS_FILE_TMPDIR/repl-probe" test/repl-probe.c \
+		lib/*/*.c -L "$lib" -lpq -lzstd -lpthread -lm
 }
 
 teardown_file() {

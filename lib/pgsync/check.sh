@@ -40,7 +40,7 @@ WITH cfg AS (
     LEFT JOIN pg_publication p ON p.pubname = u.name
 ), pubt AS (
   -- what the publications publish together, as pg-snapshot-dump --list-tables
-  -- resolves it (lib/publication.c): schema, table, publications, filter, columns
+  -- resolves it (lib/source/publication.c): schema, table, publications, filter, columns
   SELECT split_part(l, E'\t', 1) || '.' || split_part(l, E'\t', 2) AS name,
          format('%I.%I', split_part(l, E'\t', 1), split_part(l, E'\t', 2)) AS q,
          replace(split_part(l, E'\t', 3), ',', ', ') AS pubs, split_part(l, E'\t', 4) AS rowfilter,

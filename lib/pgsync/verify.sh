@@ -26,7 +26,7 @@
 [[ ${COMMAND:-} != run ]] || trap ':' USR1
 
 # The text form of every value is the same on both sides: the sessions get
-# pgsync's one set of session settings (lib/session.c) through the service
+# pgsync's one set of session settings (lib/base/session.c) through the service
 # file; money's, which they leave to the server, is fixed here.
 readonly VERIFY_SETTINGS="SET LOCAL lc_monetary = 'C';"
 readonly VERIFY_ROWS_MAX=4096	# rows per side fetched as hashes once ranges are this small
@@ -384,7 +384,7 @@ verify_table() {
 
 # --- the command ----------------------------------------------------------------
 
-# The job's verify columns (lib/catalog.c) on a catalog from before them:
+# The job's verify columns (lib/apply/catalog.c) on a catalog from before them:
 # the catalog's own DDL adds them when we may; otherwise the result is only
 # printed. Sets VERIFY_RECORD.
 verify_catalog() {

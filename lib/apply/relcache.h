@@ -69,7 +69,7 @@ struct rc_rel {
 
 	/*
 	 * Updates of one row may be merged within a target transaction (see
-	 * lib/coalesce.h): a plain table without rules or child tables whose
+	 * lib/apply/coalesce.h): a plain table without rules or child tables whose
 	 * only unique index (if any) is on exactly the key columns. Triggers
 	 * decide per session: none may fire that would see the merged changes.
 	 */

@@ -1,5 +1,5 @@
 /*
- * Updates held back until the batch commits (lib/coalesce.h stores and
+ * Updates held back until the batch commits (lib/apply/coalesce.h stores and
  * merges them): which may wait, and sending them several rows to a
  * statement.
  */

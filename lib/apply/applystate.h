@@ -40,7 +40,7 @@ struct apply_state {
 
 	/*
 	 * What was read since the last target commit, to apply again on a new
-	 * session (lib/replay.h), and the stream's transaction state there.
+	 * session (lib/apply/replay.h), and the stream's transaction state there.
 	 */
 	struct replay *rp;
 	struct sr_mark mark, premark;	/* ... and before the line being applied */
@@ -70,7 +70,7 @@ struct apply_state {
 	bool commit_due;			/* full at its last COMMIT: commit once the next line checks out */
 	uint64_t batch_bytes, batch_start_ms, batch_txns;
 
-	struct pace pace;			/* is the producer live (lib/pace.h) */
+	struct pace pace;			/* is the producer live (lib/apply/pace.h) */
 
 	uint64_t transactions, skipped;
 	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */

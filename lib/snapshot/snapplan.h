@@ -1,6 +1,6 @@
 /*
  * snapplan.h - what pg-snapshot-dump copies: the tables of the publications
- * (lib/publication.c) or the --table arguments, their published columns, row
+ * (lib/source/publication.c) or the --table arguments, their published columns, row
  * estimates, and the parts each table is cut into (partitions, primary-key
  * ranges, ctid block ranges). It runs inside the imported snapshot so that
  * the plan describes the data the workers will see; it never writes.

@@ -105,7 +105,7 @@ add_column(struct planner *p, int t, const char *col)
 	p->plan->tables[t].ncols++;
 }
 
-/* The publications' tables, row filters and columns (lib/publication.c). */
+/* The publications' tables, row filters and columns (lib/source/publication.c). */
 static int
 tables_from_publications(struct planner *p)
 {

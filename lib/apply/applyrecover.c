@@ -23,7 +23,7 @@ applyrecover_window_reset(struct apply_state *a, bool keep_line)
 		sr_mark(a->sr, &a->mark);
 }
 
-/* The sessions, as lib/applysession.c handles them. */
+/* The sessions, as lib/apply/applysession.c handles them. */
 static struct applysession
 sessions(const struct apply_state *a)
 {

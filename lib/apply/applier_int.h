@@ -1,5 +1,5 @@
 /*
- * applier_int.h - what lib/applier.c and lib/applyheld.c share, and nothing
+ * applier_int.h - what lib/apply/applier.c and lib/apply/applyheld.c share, and nothing
  * else may use: the applier's state and the statement helpers the held
  * updates are sent with.
  */
@@ -44,7 +44,7 @@
 #define HOT_ROW_LIMIT 64
 
 /*
- * Updates held back for merging (lib/coalesce.h): opts->held_bytes bounds
+ * Updates held back for merging (lib/apply/coalesce.h): opts->held_bytes bounds
  * their bytes, the row limit the index. Full means sent, not refused.
  */
 #define HELD_ROWS 32768
@@ -79,7 +79,7 @@ struct applier {
 
 	/* Reused for every row: nothing is allocated per row once warm. */
 	struct buf sig, vals, sql;
-	struct buf run_sig, row_sig;	/* lib/applyheld.c: a run's and a row's signature */
+	struct buf run_sig, row_sig;	/* lib/apply/applyheld.c: a run's and a row's signature */
 	size_t *offs;
 	const char **params;
 
@@ -91,7 +91,7 @@ struct applier {
 	bool hot_row;				/* some row reached HOT_ROW_LIMIT in this batch */
 };
 
-/* lib/applier.c */
+/* lib/apply/applier.c */
 bool ap_end_run(struct applier *a, struct apply_err *err);
 bool ap_ensure_txn(struct applier *a, struct apply_err *err);
 bool ap_add_param(struct applier *a, size_t i, const struct field *f);
@@ -101,7 +101,7 @@ bool ap_send_stmt_at(struct applier *a, struct rc_rel *rel, struct pending *p, s
 bool ap_update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec,
 					  uint64_t xid, lsn_t commit_lsn, struct apply_err *err);
 
-/* lib/applyheld.c: updates held for merging until the batch commits */
+/* lib/apply/applyheld.c: updates held for merging until the batch commits */
 bool held_mergeable(const struct applier *a, const struct rc_rel *rel, const struct sr_record *rec);
 /* False when there is no room: send the held rows, then try again. */
 bool held_put(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid,
