@@ -19,7 +19,7 @@ LDLIBS_ALL = -L $(PG_LIBDIR) -lpq $(ZSTD_LIBS) -lpthread -lm
 PROGS := $(patsubst %.c,%,$(wildcard bin/*.c))
 # lib/ is grouped by subsystem (lib/README.md); every folder is on the
 # include path, so a header is named by its file name alone.
-LIB_DIRS := base source stream apply snapshot
+LIB_DIRS := base source stream apply snapshot config
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
 LIB_HDR := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.h))
 LIB_OBJ := $(patsubst lib/%.c,build/lib/%.o,$(LIB_SRC))

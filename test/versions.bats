@@ -63,7 +63,8 @@ setup_file() {
 	local inc lib
 	inc=$(pg_config --includedir) lib=$(pg_config --libdir)
 	cd "$PGSYNC_ROOT"
-	local incs=(-I lib/base -I lib/source -I lib/stream -I lib/apply -I lib/snapshot)
+	local incs=() d
+	for d in lib/*/; do incs+=(-I "${d%/}"); done
 	cc -std=c11 -D_GNU_SOURCE -O0 "${incs[@]}" -I "$inc" -o "$BATS_FILE_TMPDIR/repl-probe" test/repl-probe.c \
 		lib/*/*.c -L "$lib" -lpq -lzstd -lpthread -lm
 }

@@ -1,0 +1,404 @@
+/*
+ * confkeys.c - the key table of a pgsync job configuration and the rule
+ * for each type of value (confkeys.h).
+ */
+#include "confkeys.h"
+
+#include "buf.h"
+#include "common.h"
+#include "log.h"
+#include "publication.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Designated initializers leave the read-time fields zero. */
+#define K(n, t, d, lo, hi, ch) {.name = n, .type = t, .def = d, .min = lo, .max = hi, .choices = ch}
+
+/*
+ * Every key: a new one is a line here (and in doc/pgsync.conf.example and
+ * doc/operations.md); pgsync reads it by name from pgsync-config's output.
+ */
+struct key conf_keys[] = {
+	K("job.name", T_JOBNAME, NULL, 0, 0, NULL),
+	K("job.state_dir", T_PATH, "", 0, 0, NULL),
+	K("source.slot", T_SLOT, NULL, 0, 0, NULL),
+	K("source.publication", T_IDENTS, NULL, 0, 0, NULL),
+	K("replication.tables", T_TABLES, NULL, 0, 0, NULL),
+	K("replication.sequences", T_TABLES, "", 0, 0, NULL),
+	K("safety.auto_create_publication", T_BOOL, "false", 0, 0, NULL),
+	K("safety.heartbeat_interval", T_DURATION, "10s", 1000, 3600000, NULL),
+	K("safety.wal_retention_alarm_bytes", T_SIZE, "10GB", MIB, UINT64_C(1) << 50, NULL),
+	K("safety.wal_retention_action", T_ENUM, "warn", 0, 0, "warn|stop"),
+	K("safety.max_retries", T_INT, "5", 0, 1000, NULL),
+	K("safety.sequence_margin", T_INT, "0", 0, 1000000000000, NULL),
+	K("switchover.fence_roles", T_ROLES, "", 0, 0, NULL),
+	K("switchover.max_lag", T_SIZE, "16MB", 0, UINT64_C(1) << 50, NULL),
+	K("switchover.timeout", T_DURATION, "5min", 1000, 86400000, NULL),
+	K("resources.snapshot_timeout", T_DURATION, "6h", 1000, UINT64_C(30) * 86400000, NULL),
+	K("resources.max_message_bytes", T_SIZE, NULL, 1024, UINT64_C(1) << 30, NULL),
+	K("resources.max_inflight_bytes", T_SIZE, "64MB", 64 * 1024, UINT64_C(1) << 40, NULL),
+	K("resources.max_batch_bytes", T_SIZE, "16MB", 64 * 1024, UINT64_C(1) << 40, NULL),
+	K("resources.max_parallel_copies", T_INT, "4", 1, 64, NULL),
+	K("resources.buffer_size_kb", T_INT, "1024", 8, 1048576, NULL),
+	K("resources.memory_budget_mb", T_INT, "336", 16, 16777216, NULL),
+};
+const size_t conf_nkeys = sizeof(conf_keys) / sizeof(conf_keys[0]);
+
+const char *conf_file = "pgsync.conf";
+int conf_nerrors;
+
+void
+conf_error(int line, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (conf_nerrors++ < CONF_MAX_ERRORS)
+	{
+		if (line > 0)
+			log_error("%s:%d: %s", conf_file, line, msg);
+		else if (line == CONF_LINE_SET)
+			log_error("%s", msg);
+		else
+			log_error("%s: %s", conf_file, msg);
+	}
+}
+
+struct key *
+conf_key(const char *name)
+{
+	for (size_t i = 0; i < conf_nkeys; i++)
+		if (strcmp(conf_keys[i].name, name) == 0)
+			return &conf_keys[i];
+	return NULL;
+}
+
+uint64_t
+conf_num(const char *name)
+{
+	return conf_key(name)->num;
+}
+
+bool
+conf_ident_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || isdigit((unsigned char) s[0]) || s[0] == '$')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char) s[i]) && s[i] != '_' && s[i] != '$')
+			return false;
+	return true;
+}
+
+char *
+conf_trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+/*
+ * A list of names ("a, b, c"), split as pg-walcat and pg-snapshot-dump
+ * split --publication; its canonical form is "a,b,c".
+ */
+static bool
+check_idents(struct key *k, const char *v, int line)
+{
+	char *copy = xstrdup(v), why[128];
+	const char *names[PUB_MAX];
+	struct buf b = BUF_INIT;
+	int n = pub_split_list(copy, names, PUB_MAX, why, sizeof(why));
+	bool ok = n > 0;
+
+	if (n < 0)
+		conf_error(line, "invalid %s \"%s\": %s", k->name, v, why);
+	for (int i = 0; i < n && ok; i++)
+		if (!conf_ident_ok(names[i], strlen(names[i])))
+		{
+			conf_error(line, "invalid publication \"%s\" in %s: use 1-63 letters, digits, _ or $ as stored "
+					  "in the catalog, names separated by commas", names[i], k->name);
+			ok = false;
+		}
+	for (int i = 0; i < n && ok; i++)
+		buf_printf(&b, "%s%s", i ? "," : "", names[i]);
+	if (ok)
+		conf_set_text(k, buf_cstr(&b));
+	buf_free(&b);
+	free(copy);
+	return ok;
+}
+
+void
+conf_set_text(struct key *k, const char *v)
+{
+	free(k->text);
+	k->text = xstrdup(v);
+}
+
+void
+conf_set_num(struct key *k, uint64_t v, const char *unit)
+{
+	char tmp[32];
+
+	snprintf(tmp, sizeof(tmp), "%llu%s", (unsigned long long) v, unit);
+	conf_set_text(k, tmp);
+}
+
+/* Whether the comma-separated LIST already holds ITEM, exactly. */
+static bool
+list_has(const char *list, const char *item)
+{
+	size_t il = strlen(item);
+
+	for (const char *q = list; q && *q;)
+	{
+		const char *c = strchr(q, ',');
+		size_t ql = c ? (size_t) (c - q) : strlen(q);
+
+		if (ql == il && memcmp(q, item, il) == 0)
+			return true;
+		q = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+/* A table (or sequence) name as the catalog stores it: schema.name. */
+static bool
+qualified_ok(const char *t)
+{
+	const char *dot = strchr(t, '.');
+
+	return dot && conf_ident_ok(t, (size_t) (dot - t)) && conf_ident_ok(dot + 1, strlen(dot + 1));
+}
+
+/*
+ * A role name as the catalog stores it. Beyond an identifier's characters
+ * a role name may hold - . and @ (login names often do); nothing that needs
+ * quoting on a command line, and never a comma.
+ */
+static bool
+role_ok(const char *r)
+{
+	size_t rl = strlen(r);
+	bool good = rl > 0 && rl <= 63 && !isdigit((unsigned char) r[0]);
+
+	for (size_t i = 0; good && i < rl; i++)
+		good = isalnum((unsigned char) r[i]) || strchr("_$-.@", r[i]) != NULL;
+	return good;
+}
+
+/*
+ * A comma-separated list of NOUNs, each VALID, no duplicates (names are not
+ * case-folded, so an exact match is one). An optional list (default "")
+ * may be empty. EXPECT says what an item must look like.
+ */
+static bool
+check_list(struct key *k, const char *v, int line, const char *noun,
+		   bool (*valid) (const char *), const char *expect)
+{
+	struct buf out = BUF_INIT;
+	char *copy, *item;
+	bool ok = true;
+
+	if (v[0] == '\0' && k->def && k->def[0] == '\0')
+	{
+		conf_set_text(k, "");
+		return true;
+	}
+	copy = item = xstrdup(v);
+	for (;;)
+	{
+		char *comma = strchr(item, ','), *t;
+
+		if (comma)
+			*comma = '\0';
+		t = conf_trim(item);
+		if (t[0] == '\0')
+		{
+			conf_error(line, "empty item in %s", k->name);
+			ok = false;
+		}
+		else if (!valid(t))
+		{
+			conf_error(line, "invalid %s \"%s\" in %s: %s", noun, t, k->name, expect);
+			ok = false;
+		}
+		else
+		{
+			if (list_has(buf_cstr(&out), t))
+			{
+				conf_error(line, "%s \"%s\" is listed twice in %s", noun, t, k->name);
+				ok = false;
+			}
+			buf_printf(&out, "%s%s", out.len ? "," : "", t);
+		}
+		if (comma == NULL)
+			break;
+		item = comma + 1;
+	}
+	if (ok)
+		conf_set_text(k, buf_cstr(&out));
+	free(copy);
+	buf_free(&out);
+	return ok;
+}
+
+/* Tables (or sequences): "schema.name" items. */
+static bool
+check_tables(struct key *k, const char *v, int line)
+{
+	bool seq = strcmp(k->name, "replication.sequences") == 0;
+
+	return check_list(k, v, line, seq ? "sequence" : "table", qualified_ok,
+					  seq ? "expected schema.sequence, each name 1-63 letters, digits, _ or $ as stored in the catalog"
+					  : "expected schema.table, each name 1-63 letters, digits, _ or $ as stored in the catalog");
+}
+
+/* Roles: switchover.fence_roles. */
+static bool
+check_roles(struct key *k, const char *v, int line)
+{
+	return check_list(k, v, line, "role", role_ok,
+					  "use 1-63 letters, digits, _ $ - . or @ as stored in the catalog, names separated by commas");
+}
+
+static bool
+jobname_char(int c)
+{
+	return isalnum(c) || c == '_' || c == '-';
+}
+
+static bool
+slot_char(int c)
+{
+	return islower(c) || isdigit(c) || c == '_';
+}
+
+/* A name of at most 63 characters, each one VALID_CHAR allows. */
+static bool
+check_name(struct key *k, const char *v, int line, bool (*valid_char) (int), const char *expect)
+{
+	for (const char *p = v; *p; p++)
+		if (!valid_char((unsigned char) *p))
+		{
+			conf_error(line, "invalid %s \"%s\": %s", k->name, v, expect);
+			return false;
+		}
+	if (strlen(v) > 63)
+	{
+		conf_error(line, "invalid %s: longer than 63 characters", k->name);
+		return false;
+	}
+	conf_set_text(k, v);
+	return true;
+}
+
+/* Validate one value and store its canonical form. */
+bool
+conf_check_value(struct key *k, const char *v, int line)
+{
+	long l;
+
+	switch (k->type)
+	{
+		case T_JOBNAME:
+			return check_name(k, v, line, jobname_char, "use 1-63 letters, digits, _ or -");
+		case T_PATH:
+			if (strchr(v, '\n'))
+			{
+				conf_error(line, "invalid %s", k->name);
+				return false;
+			}
+			conf_set_text(k, v);
+			return true;
+		case T_SLOT:
+			return check_name(k, v, line, slot_char,
+							  "replication slot names use 1-63 lower-case letters, digits and _");
+		case T_IDENTS:
+			return check_idents(k, v, line);
+		case T_TABLES:
+			return check_tables(k, v, line);
+		case T_ROLES:
+			return check_roles(k, v, line);
+		case T_BOOL:
+			if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+			{
+				conf_error(line, "invalid %s \"%s\": expected true or false", k->name, v);
+				return false;
+			}
+			k->num = v[0] == 't';
+			conf_set_text(k, v);
+			return true;
+		case T_DURATION:
+			if (!parse_duration_ms(v, &k->num))
+			{
+				conf_error(line, "invalid duration \"%s\" for %s: use a number with ms, s, min, h or d", v, k->name);
+				return false;
+			}
+			if (k->num < k->min || k->num > k->max)
+			{
+				conf_error(line, "%s must be between %llus and %llus", k->name,
+						  (unsigned long long) k->min / 1000, (unsigned long long) k->max / 1000);
+				return false;
+			}
+			conf_set_num(k, k->num, "ms");
+			return true;
+		case T_SIZE:
+			if (!parse_size(v, &k->num))
+			{
+				conf_error(line, "invalid size \"%s\" for %s: use a number with optional kB, MB, GB or TB", v, k->name);
+				return false;
+			}
+			if (k->num < k->min || k->num > k->max)
+			{
+				conf_error(line, "%s must be between %llu and %llu bytes", k->name,
+						  (unsigned long long) k->min, (unsigned long long) k->max);
+				return false;
+			}
+			conf_set_num(k, k->num, "");
+			return true;
+		case T_INT:
+			if (!parse_int(v, (long) k->min, (long) k->max, &l))
+			{
+				conf_error(line, "invalid %s \"%s\": expected an integer from %llu to %llu", k->name, v,
+						  (unsigned long long) k->min, (unsigned long long) k->max);
+				return false;
+			}
+			k->num = (uint64_t) l;
+			conf_set_num(k, k->num, "");
+			return true;
+		case T_ENUM:
+			{
+				size_t vl = strlen(v);
+
+				for (const char *c = k->choices; *c;)
+				{
+					const char *bar = strchr(c, '|');
+					size_t cl = bar ? (size_t) (bar - c) : strlen(c);
+
+					if (cl == vl && memcmp(c, v, vl) == 0)
+					{
+						conf_set_text(k, v);
+						return true;
+					}
+					c = bar ? bar + 1 : c + cl;
+				}
+				conf_error(line, "invalid %s \"%s\": expected %s", k->name, v, k->choices);
+				return false;
+			}
+	}
+	return false;
+}
