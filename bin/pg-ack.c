@@ -4,7 +4,6 @@
  * moves a slot backwards and never past what the source has flushed, and it
  * refuses a position whose checkpoint file names another source or slot.
  */
-#include "argsecret.h"
 #include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
@@ -71,67 +70,43 @@ struct opts {
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_WAIT = 256, OPT_JSON, OPT_LOG_LEVEL };
+	enum { OPT_WAIT = 256 };
 	static const struct option longopts[] = {
-		{"dbname", required_argument, NULL, 'd'},
+		CLI_DBNAME_LONGOPT,
 		{"slot", required_argument, NULL, 's'},
 		{"lsn", required_argument, NULL, 'l'},
 		{"from", required_argument, NULL, 'f'},
 		{"dry-run", no_argument, NULL, 'n'},
 		{"wait", required_argument, NULL, OPT_WAIT},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"quiet", no_argument, NULL, 'q'},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
+		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	enum log_level level;
+	struct cli cli = {.prog = "pg-ack", .synopsis = synopsis, .help = options_help};
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:l:f:nqhV", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:s:l:f:n" CLI_COMMON_SHORT, longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
-			case 'd':
-				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
-					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
-				break;
-			case 's': o->slot = optarg; break;
+			case 's': o->slot = cli_slot(&cli, optarg); break;
 			case 'l': o->lsn_arg = optarg; break;
 			case 'f': o->from = optarg; break;
 			case 'n': o->dry_run = true; break;
 			case OPT_WAIT:
-				if (!parse_duration_ms(optarg, &o->wait_ms))
-					usage_error("invalid --wait \"%s\": expected a duration (0, 500ms, 10s, 1min)", optarg);
+				o->wait_ms = cli_duration(&cli, "--wait", optarg, 0);
 				break;
-			case OPT_JSON: o->json = true; break;
-			case 'q': log_set_level(LOG_WARN); break;
-			case OPT_LOG_LEVEL:
-				if (!log_parse_level(optarg, &level))
-					usage_error("invalid --log-level \"%s\": expected debug, info, warn or error", optarg);
-				log_set_level(level);
-				break;
-			case 'h':
-				cli_help(synopsis, options_help);
-			case 'V':
-				cli_version("pg-ack");
-			default:
-				cli_bad_option(synopsis, c, argv);
+			default: cli_common(&cli, c, argv); break;
 		}
 	}
+	o->conninfo = cli.conninfo;
+	o->json = cli.json;
 	if (optind < argc)
 		usage_error("unexpected argument \"%s\"", argv[optind]);
 	if (o->slot == NULL)
 		usage_error("missing --slot NAME");
-	if (!slot_name_valid(o->slot))
-		usage_error("invalid slot name \"%s\": use 1 to %d lower-case letters, digits and underscores",
-					o->slot, SLOT_NAME_MAX);
 	if ((o->lsn_arg == NULL) == (o->from == NULL))
 		usage_error("give exactly one of --lsn LSN and --from CHECKPOINT_FILE");
-	if (o->json)
-		log_set_json(true);
 }
 
 static void

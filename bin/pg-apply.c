@@ -13,8 +13,8 @@
 #include "applyreport.h"
 #include "applysession.h"
 #include "applystate.h"
-#include "argsecret.h"
 #include "catalog.h"
+#include "cli.h"
 #include "common.h"
 #include "conn.h"
 #include "heartbeat.h"
@@ -47,7 +47,7 @@ static const char usage_text[] =
 	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
 	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
 	"                [--copy-threshold ROWS] [--no-merge-updates] [--connection-file FILE]\n"
-	"                [--max-retries N] [--no-loop] [--log-level LEVEL] [--json] [FILE...]\n";
+	"                [--max-retries N] [--no-loop] [-q] [--log-level LEVEL] [--json] [FILE...]\n";
 
 static const char help_text[] =
 	"\n"
@@ -58,10 +58,10 @@ static const char help_text[] =
 	"      --job=NAME                 pgsync.job row to record progress in\n"
 	"                                 (default: the slot named in the stream header)\n"
 	"      --checkpoint=FILE          write the durable position to FILE\n"
-	"  -j, --jobs=N                   parallel connections for a snapshot section (4)\n"
+	"  -j, --jobs=N                   parallel connections for a snapshot section (1-256, default 4)\n"
 	"      --max-batch-bytes=SIZE     commit after this much stream text (16MB)\n"
 	"      --max-batch-delay=DURATION commit after this long (100ms)\n"
-	"      --max-message-bytes=SIZE   longest accepted line (32MB)\n"
+	"      --max-message-bytes=SIZE   longest accepted line (1kB-1GB, default 32MB)\n"
 	"      --heartbeat-interval=DURATION  pgsync.job_runtime update interval (10s, 0: off)\n"
 	"      --copy-threshold=ROWS      insert run length that switches to COPY (32, 0: never)\n"
 	"      --no-merge-updates         send every update, even of a row updated again in the batch\n"
@@ -69,10 +69,11 @@ static const char help_text[] =
 	"                                 pg-walcat --connection-file keeps in FILE\n"
 	"      --max-retries=N            reconnect attempts to the target before giving up (10)\n"
 	"      --no-loop                  exit 1 when the target session is lost instead of reconnecting\n"
-	"      --log-level=LEVEL          debug, info, warning or error (info)\n"
+	"  -q, --quiet                    log warnings and errors only\n"
+	"      --log-level=LEVEL          debug, info, warn or error (info)\n"
 	"      --json                     log JSON lines\n"
 	"  -h, --help                     show this help\n"
-	"      --version                  show the version\n";
+	"  -V, --version                  show the version\n";
 
 static struct apply_state A;
 
@@ -83,15 +84,6 @@ wall_seconds(void)
 
 	gettimeofday(&tv, NULL);
 	return (double) tv.tv_sec + tv.tv_usec / 1e6;
-}
-
-static void __attribute__((noreturn))
-usage_error(const char *msg)
-{
-	if (msg)
-		log_error("%s", msg);
-	fputs(usage_text, stderr);
-	exit(EXIT_USAGE);
 }
 
 /*
@@ -606,15 +598,14 @@ run(void)
 
 enum {
 	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
-	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_LOG_LEVEL, OPT_JSON, OPT_VERSION,
-	OPT_MAX_RETRIES, OPT_NO_LOOP,
+	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_MAX_RETRIES, OPT_NO_LOOP,
 };
 
 static void
 parse_options(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"dbname", required_argument, NULL, 'd'},
+		CLI_DBNAME_LONGOPT,
 		{"job", required_argument, NULL, OPT_JOB},
 		{"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
 		{"jobs", required_argument, NULL, 'j'},
@@ -627,104 +618,52 @@ parse_options(int argc, char **argv)
 		{"connection-file", required_argument, NULL, OPT_CONN_FILE},
 		{"max-retries", required_argument, NULL, OPT_MAX_RETRIES},
 		{"no-loop", no_argument, NULL, OPT_NO_LOOP},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
+		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	static char *stdin_only[] = {"-"};
-	char msg[256];
-	long v;
+	struct cli cli = {.prog = "pg-apply", .synopsis = usage_text, .help = help_text};
 	int c;
-	enum log_level level;
 
 	A.jobs = 4;
 	A.copy_threshold = 32;
 	A.max_batch_bytes = 16 * 1024 * 1024;
 	A.max_batch_delay_ms = 100;
-	A.max_message_bytes = 32 * 1024 * 1024;
+	A.max_message_bytes = CLI_MAX_MESSAGE_DEFAULT;
 	A.heartbeat_ms = 10000;
 	A.max_retries = 10;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:j:h", opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:j:" CLI_COMMON_SHORT, opts, NULL)) != -1)
 	{
-		const char *bad = NULL;
-
 		switch (c)
 		{
-			case 'd':
-				if ((A.conninfo = argsecret_conninfo(optarg)) == NULL)
-					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
-				break;
 			case OPT_JOB:
 				if (optarg[0] == '\0' || strlen(optarg) >= sizeof(A.job))
-					bad = "--job";
+					cli_usage_error(usage_text, "invalid --job \"%s\": expected a name of 1 to %zu bytes",
+									optarg, sizeof(A.job) - 1);
 				A.job_opt = optarg;
 				break;
 			case OPT_CHECKPOINT: A.checkpoint_path = optarg; break;
-			case 'j':
-				if (!parse_int(optarg, 1, 64, &v))
-					bad = "--jobs";
-				A.jobs = (int) v;
-				break;
+			case 'j': A.jobs = cli_jobs(&cli, optarg); break;
 			case OPT_BATCH_BYTES:
-				if (!parse_size(optarg, &A.max_batch_bytes) || A.max_batch_bytes == 0)
-					bad = "--max-batch-bytes";
+				A.max_batch_bytes = cli_size(&cli, "--max-batch-bytes", optarg, 1, UINT64_C(1) << 40);
 				break;
 			case OPT_BATCH_DELAY:
-				if (!parse_duration_ms(optarg, &A.max_batch_delay_ms))
-					bad = "--max-batch-delay";
+				A.max_batch_delay_ms = cli_duration(&cli, "--max-batch-delay", optarg, 0);
 				break;
-			case OPT_MSG_BYTES:
-				if (!parse_size(optarg, &A.max_message_bytes) || A.max_message_bytes < 1024 ||
-					A.max_message_bytes > (uint64_t) 1 << 31)
-					bad = "--max-message-bytes";
-				break;
+			case OPT_MSG_BYTES: A.max_message_bytes = cli_max_message(&cli, optarg); break;
 			case OPT_HEARTBEAT:
-				if (!parse_duration_ms(optarg, &A.heartbeat_ms))
-					bad = "--heartbeat-interval";
+				A.heartbeat_ms = cli_duration(&cli, "--heartbeat-interval", optarg, 0);
 				break;
-			case OPT_COPY:
-				if (!parse_int(optarg, 0, 1000000, &v))
-					bad = "--copy-threshold";
-				A.copy_threshold = (int) v;
-				break;
+			case OPT_COPY: A.copy_threshold = (int) cli_int(&cli, "--copy-threshold", optarg, 0, 1000000); break;
 			case OPT_NO_MERGE: A.no_merge = true; break;
 			case OPT_CONN_FILE: A.conn_file = optarg; break;
-			case OPT_MAX_RETRIES:
-				if (!parse_int(optarg, 0, 1000000, &v))
-					bad = "--max-retries";
-				A.max_retries = (int) v;
-				break;
+			case OPT_MAX_RETRIES: A.max_retries = (int) cli_int(&cli, "--max-retries", optarg, 0, 1000000); break;
 			case OPT_NO_LOOP: A.no_loop = true; break;
-			case OPT_LOG_LEVEL:
-				if (!log_parse_level(optarg, &level))
-					bad = "--log-level";
-				else
-					log_set_level(level);
-				break;
-			case OPT_JSON: log_set_json(true); break;
-			case 'h':
-				fputs(usage_text, stdout);
-				fputs(help_text, stdout);
-				exit(EXIT_DONE);
-			case OPT_VERSION:
-				printf("pg-apply (pgsync) %s\n", PGSYNC_VERSION);
-				exit(EXIT_DONE);
-			case ':':
-				snprintf(msg, sizeof(msg), "option %s needs a value", argv[optind - 1]);
-				usage_error(msg);
-			default:
-				snprintf(msg, sizeof(msg), "unknown option %s", argv[optind - 1]);
-				usage_error(msg);
-		}
-		if (bad)
-		{
-			snprintf(msg, sizeof(msg), "invalid value for %s: \"%s\"", bad, optarg);
-			usage_error(msg);
+			default: cli_common(&cli, c, argv); break;
 		}
 	}
+	A.conninfo = cli.conninfo;
 	A.files = optind < argc ? argv + optind : stdin_only;
 	A.nfiles = optind < argc ? argc - optind : 1;
 }

@@ -5,7 +5,6 @@
  * closes or it is told to stop: the calling shell holds the snapshot exactly
  * as long as it keeps that pipe open.
  */
-#include "argsecret.h"
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
@@ -78,10 +77,9 @@ struct opts {
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT,
-		   OPT_JSON, OPT_LOG_LEVEL, OPT_TEMPORARY };
+	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT, OPT_TEMPORARY };
 	static const struct option longopts[] = {
-		{"dbname", required_argument, NULL, 'd'},
+		CLI_DBNAME_LONGOPT,
 		{"slot", required_argument, NULL, 's'},
 		{"if-not-exists", no_argument, NULL, OPT_IF_NOT_EXISTS},
 		{"if-exists", no_argument, NULL, OPT_IF_EXISTS},
@@ -89,56 +87,36 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"temporary", no_argument, NULL, OPT_TEMPORARY},
 		{"hold-timeout", required_argument, NULL, OPT_HOLD},
 		{"wait", required_argument, NULL, OPT_WAIT},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"quiet", no_argument, NULL, 'q'},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
+		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	bool have_hold = false, have_wait = false;
-	enum log_level level;
+	struct cli cli = {.prog = "pg-slot", .synopsis = synopsis, .help = options_help};
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:qhV", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:s:" CLI_COMMON_SHORT, longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
-			case 'd':
-				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
-					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
-				break;
-			case 's': o->slot = optarg; break;
+			case 's': o->slot = cli_slot(&cli, optarg); break;
 			case OPT_IF_NOT_EXISTS: o->if_not_exists = true; break;
 			case OPT_IF_EXISTS: o->if_exists = true; break;
 			case OPT_EXPORT: o->export_snapshot = true; break;
 			case OPT_TEMPORARY: o->temporary = true; break;
 			case OPT_HOLD:
-				if (!parse_duration_ms(optarg, &o->hold_timeout_ms) || o->hold_timeout_ms == 0)
-					usage_error("invalid --hold-timeout \"%s\": expected a positive duration (30s, 10min, 6h)", optarg);
+				o->hold_timeout_ms = cli_duration(&cli, "--hold-timeout", optarg, 1);
 				have_hold = true;
 				break;
 			case OPT_WAIT:
-				if (!parse_duration_ms(optarg, &o->wait_ms))
-					usage_error("invalid --wait \"%s\": expected a duration (0, 500ms, 10s, 1min)", optarg);
+				o->wait_ms = cli_duration(&cli, "--wait", optarg, 0);
 				have_wait = true;
 				break;
-			case OPT_JSON: o->json = true; break;
-			case 'q': log_set_level(LOG_WARN); break;
-			case OPT_LOG_LEVEL:
-				if (!log_parse_level(optarg, &level))
-					usage_error("invalid --log-level \"%s\": expected debug, info, warn or error", optarg);
-				log_set_level(level);
-				break;
-			case 'h':
-				cli_help(synopsis, options_help);
-			case 'V':
-				cli_version("pg-slot");
-			default:
-				cli_bad_option(synopsis, c, argv);
+			default: cli_common(&cli, c, argv); break;
 		}
 	}
+	o->conninfo = cli.conninfo;
+	o->json = cli.json;
 	if (optind >= argc)
 		usage_error("missing command: create, drop or show");
 	if (strcmp(argv[optind], "create") == 0)
@@ -153,9 +131,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("unexpected argument \"%s\"", argv[optind + 1]);
 	if (o->slot == NULL)
 		usage_error("%s needs --slot NAME", argv[optind]);
-	if (!slot_name_valid(o->slot))
-		usage_error("invalid slot name \"%s\": use 1 to %d lower-case letters, digits and underscores",
-					o->slot, SLOT_NAME_MAX);
 	if (o->cmd != CMD_CREATE && (o->if_not_exists || o->export_snapshot || have_hold))
 		usage_error("--if-not-exists, --export-snapshot and --hold-timeout apply to create only");
 	if (have_hold && !o->export_snapshot)
@@ -165,8 +140,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--temporary needs --export-snapshot and cannot take --if-not-exists");
 	if (o->cmd != CMD_DROP && (o->if_exists || have_wait))
 		usage_error("--if-exists and --wait apply to drop only");
-	if (o->json)
-		log_set_json(true);
 }
 
 /* Connect, with the exit code and fix for a role that may not log in. */

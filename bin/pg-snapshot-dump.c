@@ -5,7 +5,6 @@
  * or block ranges. The snapshot is all-or-nothing: on any error, timeout or
  * signal the stream ends without SNAPSHOTDONE and the exit status is 1.
  */
-#include "argsecret.h"
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
@@ -57,12 +56,12 @@ static const char options_help[] =
 	"                              generated ones among them; TAB-separated, columns\n"
 	"                              comma-separated) and copy nothing\n"
 	"  -t, --table=SCHEMA.TABLE    copy this table (repeatable); partitions under the root's name\n"
-	"  -j, --jobs=N                parallel source connections (default 4)\n"
+	"  -j, --jobs=N                parallel source connections (1-256, default 4)\n"
 	"      --split-rows=N          split tables estimated above N rows into ranges (default 1000000)\n"
 	"      --split-by=HOW          auto (default: ctid on 14+, key before), key (key ranges,\n"
 	"                              ctid only for keyless tables) or ctid (block ranges, 14+)\n"
 	"      --frame-size=SIZE       largest frame (default 8MB); memory is about (jobs + 1) x SIZE\n"
-	"      --max-message-bytes=SIZE  longest row (default 32MB): a frame grows for one row\n"
+	"      --max-message-bytes=SIZE  longest row (1kB-1GB, default 32MB): a frame grows for one row\n"
 	"                              larger than --frame-size, one such frame at a time\n"
 	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
 	"      --progress-file=FILE    rewrite FILE with JSON progress every second\n"
@@ -112,9 +111,9 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
-		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_JSON, OPT_LOG_LEVEL, OPT_LIST };
+		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_LIST };
 	static const struct option longopts[] = {
-		{"dbname", required_argument, NULL, 'd'},
+		CLI_DBNAME_LONGOPT,
 		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
 		{"position", required_argument, NULL, OPT_POSITION},
 		{"slot", required_argument, NULL, OPT_SLOT},
@@ -131,29 +130,21 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"progress-file", required_argument, NULL, OPT_PROGRESS},
 		{"connection-file", required_argument, NULL, OPT_CONNFILE},
 		{"zstd", optional_argument, NULL, 'z'},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"quiet", no_argument, NULL, 'q'},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
+		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	enum log_level level;
+	struct cli cli = {.prog = "pg-snapshot-dump", .synopsis = synopsis, .help = options_help};
 	int c;
 
 	o->jobs = 4;
 	o->split_rows = 1000000;
 	o->frame_size = 8 * 1024 * 1024;
-	o->max_message = 32 * 1024 * 1024;
+	o->max_message = CLI_MAX_MESSAGE_DEFAULT;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:P:t:j:z::qhV", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:P:t:j:z::" CLI_COMMON_SHORT, longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
-			case 'd':
-				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
-					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
-				break;
 			case OPT_SNAPSHOT:
 				if (optarg[0] == '\0')
 					usage_error("--snapshot needs a snapshot name");
@@ -164,12 +155,7 @@ parse_args(int argc, char **argv, struct opts *o)
 					usage_error("invalid --position \"%s\": expected an LSN like 0/16B3748", optarg);
 				o->have_position = true;
 				break;
-			case OPT_SLOT:
-				if (!slot_name_valid(optarg))
-					usage_error("invalid slot name \"%s\": use 1 to %d lower-case letters, digits and underscores",
-								optarg, SLOT_NAME_MAX);
-				o->slot = optarg;
-				break;
+			case OPT_SLOT: o->slot = cli_slot(&cli, optarg); break;
 			case OPT_OWN: o->own_snapshot = true; break;
 			case 'P': o->pubs_arg = optarg; break;
 			case OPT_LIST: o->list_tables = true; break;
@@ -180,10 +166,7 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->tables = xrealloc(o->tables, sizeof(char *) * (size_t) (o->ntables + 1));
 				o->tables[o->ntables++] = optarg;
 				break;
-			case 'j':
-				if (!parse_int(optarg, 1, 256, &o->jobs))
-					usage_error("invalid --jobs \"%s\": expected a number from 1 to 256", optarg);
-				break;
+			case 'j': o->jobs = cli_jobs(&cli, optarg); break;
 			case OPT_SPLIT:
 				if (!parse_u64(optarg, &o->split_rows) || o->split_rows == 0)
 					usage_error("invalid --split-rows \"%s\": expected a positive number of rows", optarg);
@@ -198,44 +181,20 @@ parse_args(int argc, char **argv, struct opts *o)
 				else
 					usage_error("invalid --split-by \"%s\": expected auto, key or ctid", optarg);
 				break;
-			case OPT_FRAME:
-				if (!parse_size(optarg, &o->frame_size) || o->frame_size < 4096 ||
-					o->frame_size > 1024ULL * 1024 * 1024)
-					usage_error("invalid --frame-size \"%s\": expected a size from 4kB to 1GB", optarg);
-				break;
-			case OPT_MSG_BYTES:
-				/* As pg-apply's: the rows must pass its line limit too. */
-				if (!parse_size(optarg, &o->max_message) || o->max_message < 1024 ||
-					o->max_message > (uint64_t) 1 << 31)
-					usage_error("invalid --max-message-bytes \"%s\": expected a size from 1kB to 2GB", optarg);
-				break;
+			case OPT_FRAME: o->frame_size = cli_size(&cli, "--frame-size", optarg, 4096, UINT64_C(1) << 30); break;
+			case OPT_MSG_BYTES: o->max_message = cli_max_message(&cli, optarg); break;
 			case OPT_TIMEOUT:
-				if (!parse_duration_ms(optarg, &o->timeout_ms))
-					usage_error("invalid --timeout \"%s\": expected a duration (30s, 10min, 6h)", optarg);
+				o->timeout_ms = cli_duration(&cli, "--timeout", optarg, 0);
 				o->timeout_arg = optarg;
 				break;
 			case OPT_PROGRESS: o->progress_file = optarg; break;
 			case OPT_CONNFILE: o->conn_file = optarg; break;
-			case 'z':
-				o->zstd_level = 3;
-				if (optarg && !parse_int(optarg, 1, 19, &o->zstd_level))
-					usage_error("invalid --zstd level \"%s\": expected 1 to 19", optarg);
-				break;
-			case OPT_JSON: o->json = true; break;
-			case 'q': log_set_level(LOG_WARN); break;
-			case OPT_LOG_LEVEL:
-				if (!log_parse_level(optarg, &level))
-					usage_error("invalid --log-level \"%s\": expected debug, info, warn or error", optarg);
-				log_set_level(level);
-				break;
-			case 'h':
-				cli_help(synopsis, options_help);
-			case 'V':
-				cli_version("pg-snapshot-dump");
-			default:
-				cli_bad_option(synopsis, c, argv);
+			case 'z': o->zstd_level = cli_zstd_level(&cli, optarg); break;
+			default: cli_common(&cli, c, argv); break;
 		}
 	}
+	o->conninfo = cli.conninfo;
+	o->json = cli.json;
 	if (optind < argc)
 		usage_error("unexpected argument \"%s\"", argv[optind]);
 	if (o->pubs_arg)
@@ -254,8 +213,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--position and --slot describe an imported snapshot: not with --own-snapshot");
 	if ((o->npubs > 0) == (o->ntables > 0))
 		usage_error("give exactly one of --publication NAME[,NAME...] and --table SCHEMA.TABLE");
-	if (o->json)
-		log_set_json(true);
 }
 
 static void

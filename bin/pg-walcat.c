@@ -4,7 +4,6 @@
  * the source is told only what the downstream's --ack-file says is durable.
  * Reconnects with backoff, resuming from the last acknowledged position.
  */
-#include "argsecret.h"
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
@@ -39,7 +38,7 @@ static const char synopsis[] =
 	"                 [--endpos LSN|now] [--ack-file FILE] [--status-interval DURATION]\n"
 	"                 [--heartbeat-interval DURATION] [--spool-dir DIR] [--connection-file FILE]\n"
 	"                 [--max-message-bytes SIZE] [-z|--zstd[=LEVEL]] [--no-loop]\n"
-	"                 [--log LEVEL] [--json]\n";
+	"                 [-q] [--log-level LEVEL] [--json]\n";
 
 static const char options_help[] =
 	"\n"
@@ -62,13 +61,14 @@ static const char options_help[] =
 	"                              (default 60s, 0 disables; PostgreSQL 14+)\n"
 	"      --spool-dir=DIR         where streamed in-progress transactions wait for their\n"
 	"                              commit (default $TMPDIR, else /tmp)\n"
-	"      --max-message-bytes=SIZE  largest single change accepted (default 32MB)\n"
+	"      --max-message-bytes=SIZE  largest single change accepted (1kB-1GB, default 32MB)\n"
 	"      --connection-file=FILE  keep the source connection's state (connected,\n"
 	"                              reconnecting, disconnected) and the number of\n"
 	"                              reconnections in FILE, for pg-apply's heartbeat\n"
-	"  -z, --zstd[=LEVEL]          compress the output with zstd (default level 3)\n"
+	"  -z, --zstd[=LEVEL]          compress the output with zstd (default level 3; 1-19)\n"
 	"      --no-loop               exit 1 when the connection is lost instead of reconnecting\n"
-	"      --log=LEVEL             debug, info, warn or error (default info)\n"
+	"  -q, --quiet                 log warnings and errors only\n"
+	"      --log-level=LEVEL       debug, info, warn or error (default info)\n"
 	"      --json                  log as JSON lines\n"
 	"  -h, --help                  show this help and exit\n"
 	"  -V, --version               show the version and exit\n"
@@ -124,9 +124,9 @@ struct ending {
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_START = 256, OPT_HEARTBEAT, OPT_SPOOL, OPT_MAXMSG, OPT_NOLOOP, OPT_LOG, OPT_JSON, OPT_CONNFILE };
+	enum { OPT_START = 256, OPT_HEARTBEAT, OPT_SPOOL, OPT_MAXMSG, OPT_NOLOOP, OPT_CONNFILE };
 	static const struct option longopts[] = {
-		{"dbname", required_argument, NULL, 'd'},
+		CLI_DBNAME_LONGOPT,
 		{"slot", required_argument, NULL, 'S'},
 		{"publication", required_argument, NULL, 'P'},
 		{"start", required_argument, NULL, OPT_START},
@@ -139,30 +139,23 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"connection-file", required_argument, NULL, OPT_CONNFILE},
 		{"zstd", optional_argument, NULL, 'z'},
 		{"no-loop", no_argument, NULL, OPT_NOLOOP},
-		{"log", required_argument, NULL, OPT_LOG},
-		{"log-level", required_argument, NULL, OPT_LOG},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
+		CLI_COMMON_LONGOPTS,
+		/* The old spelling of --log-level, in scripts written for it. */
+		{"log", required_argument, NULL, CLI_OPT_LOG_OLD},
 		{NULL, 0, NULL, 0},
 	};
-	enum log_level level;
-	long lv;
+	struct cli cli = {.prog = "pg-walcat", .synopsis = synopsis, .help = options_help};
 	int c;
 
 	o->status_ms = 10000;
 	o->heartbeat_ms = 60000;
-	o->max_message = 32 * 1024 * 1024;
+	o->max_message = CLI_MAX_MESSAGE_DEFAULT;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:S:P:E:a:s:zhV", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:S:P:E:a:s:z" CLI_COMMON_SHORT, longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
-			case 'd':
-				if ((o->conninfo = argsecret_conninfo(optarg)) == NULL)
-					usage_error("invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
-				break;
-			case 'S': o->slot = optarg; break;
+			case 'S': o->slot = cli_slot(&cli, optarg); break;
 			case 'P': o->pubs_arg = optarg; break;
 			case OPT_START:
 				if (!lsn_parse(optarg, &o->start))
@@ -174,47 +167,21 @@ parse_args(int argc, char **argv, struct opts *o)
 					usage_error("invalid --endpos \"%s\": expected an LSN like 0/16B3748 or now", optarg);
 				break;
 			case 'a': o->ack_file = optarg; break;
-			case 's':
-				if (!parse_duration_ms(optarg, &o->status_ms) || o->status_ms == 0)
-					usage_error("invalid --status-interval \"%s\": expected a duration above 0 (500ms, 10s)", optarg);
-				break;
-			case OPT_HEARTBEAT:
-				if (!parse_duration_ms(optarg, &o->heartbeat_ms))
-					usage_error("invalid --heartbeat-interval \"%s\": expected a duration (0, 30s, 1min)", optarg);
-				break;
+			case 's': o->status_ms = cli_duration(&cli, "--status-interval", optarg, 1); break;
+			case OPT_HEARTBEAT: o->heartbeat_ms = cli_duration(&cli, "--heartbeat-interval", optarg, 0); break;
 			case OPT_SPOOL: o->spool_dir = optarg; break;
 			case OPT_CONNFILE: o->conn_file = optarg; break;
-			case OPT_MAXMSG:
-				if (!parse_size(optarg, &o->max_message) || o->max_message < 1024 ||
-					o->max_message > (uint64_t) 1 << 30)
-					usage_error("invalid --max-message-bytes \"%s\": expected a size from 1kB to 1GB", optarg);
-				break;
-			case 'z':
-				o->zstd = 3;
-				if (optarg && (!parse_int(optarg, 1, 22, &lv) || (o->zstd = (int) lv, false)))
-					usage_error("invalid --zstd level \"%s\": expected 1 to 22", optarg);
-				break;
+			case OPT_MAXMSG: o->max_message = cli_max_message(&cli, optarg); break;
+			case 'z': o->zstd = cli_zstd_level(&cli, optarg); break;
 			case OPT_NOLOOP: o->no_loop = true; break;
-			case OPT_LOG:
-				if (!log_parse_level(optarg, &level))
-					usage_error("invalid --log \"%s\": expected debug, info, warn or error", optarg);
-				log_set_level(level);
-				break;
-			case OPT_JSON: log_set_json(true); break;
-			case 'h':
-				cli_help(synopsis, options_help);
-			case 'V':
-				cli_version("pg-walcat");
-			default:
-				cli_bad_option(synopsis, c, argv);
+			default: cli_common(&cli, c, argv); break;
 		}
 	}
+	o->conninfo = cli.conninfo;
 	if (optind < argc)
 		usage_error("unexpected argument \"%s\"", argv[optind]);
 	if (o->slot == NULL)
 		usage_error("--slot is required");
-	if (!slot_name_valid(o->slot))
-		usage_error("invalid --slot \"%s\": 1 to 63 of a-z, 0-9 and _", o->slot);
 	if (o->pubs_arg == NULL)
 		usage_error("--publication is required");
 	o->npubs = cli_publications(synopsis, o->pubs_arg, o->pubs, MAX_PUBS);

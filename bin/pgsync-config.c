@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "catalog.h"
 #include "checkpoint.h"
+#include "cli.h"
 #include "common.h"
 #include "confbudget.h"
 #include "conffile.h"
@@ -47,43 +48,37 @@ write_checkpoint(const char *path)
 	return EXIT_DONE;
 }
 
-static void
-usage(FILE *f)
-{
-	fprintf(f,
-			"usage: pgsync-config [-c FILE] [--state-dir DIR] [--set KEY=VALUE]... [-0|--null] [--json]\n"
-			"       pgsync-config --display-url < CONNINFO\n"
-			"       pgsync-config --service NAME [--label TEXT] < CONNINFO\n"
-			"       pgsync-config --catalog-sql\n"
-			"       pgsync-config --write-checkpoint FILE < CHECKPOINT\n");
-}
+static const char synopsis[] =
+	"usage: pgsync-config [-c FILE] [--state-dir DIR] [--set KEY=VALUE]... [-0|--null] [--json]\n"
+	"       pgsync-config --display-url < CONNINFO\n"
+	"       pgsync-config --service NAME [--label TEXT] < CONNINFO\n"
+	"       pgsync-config --catalog-sql\n"
+	"       pgsync-config --write-checkpoint FILE < CHECKPOINT\n";
 
-static void
-help(void)
-{
-	usage(stdout);
-	printf("\nValidate a pgsync configuration file and print every setting with its\n"
-		   "default or derived value resolved.\n\n"
-		   "  -c, --config FILE    configuration file (default ./pgsync.conf)\n"
-		   "      --state-dir DIR  override job.state_dir\n"
-		   "      --set KEY=VALUE  use VALUE for KEY instead of the file's setting\n"
-		   "  -0, --null           print key=value pairs separated by NUL bytes\n"
-		   "      --json           log errors as JSON lines\n"
-		   "      --display-url    print the connection string read from stdin without its password\n"
-		   "      --service NAME   print a libpq service-file section NAME for the connection read from stdin\n"
-		   "      --label TEXT     name the connection in messages (default: the connection)\n"
-		   "      --catalog-sql    print the DDL of the pgsync target catalog\n"
-		   "      --write-checkpoint FILE\n"
-		   "                       write the checkpoint file read from stdin to FILE durably\n"
-		   "  -h, --help           show this help\n"
-		   "      --version        show the version\n\n"
-		   "Exit status: 0 valid, 2 invalid configuration or usage.\n");
-}
+static const char options_help[] =
+	"\nValidate a pgsync configuration file and print every setting with its\n"
+	"default or derived value resolved.\n\n"
+	"  -c, --config FILE    configuration file (default ./pgsync.conf)\n"
+	"      --state-dir DIR  override job.state_dir\n"
+	"      --set KEY=VALUE  use VALUE for KEY instead of the file's setting\n"
+	"  -0, --null           print key=value pairs separated by NUL bytes\n"
+	"      --display-url    print the connection string read from stdin without its password\n"
+	"      --service NAME   print a libpq service-file section NAME for the connection read from stdin\n"
+	"      --label TEXT     name the connection in messages (default: the connection)\n"
+	"      --catalog-sql    print the DDL of the pgsync target catalog\n"
+	"      --write-checkpoint FILE\n"
+	"                       write the checkpoint file read from stdin to FILE durably\n"
+	"      --json           log errors as JSON lines\n"
+	"  -q, --quiet          log warnings and errors only\n"
+	"      --log-level LEVEL  debug, info, warn or error (default info)\n"
+	"  -h, --help           show this help\n"
+	"  -V, --version        show the version\n\n"
+	"Exit status: 0 valid, 2 invalid configuration or usage.\n";
 
 int
 main(int argc, char **argv)
 {
-	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_VERSION, OPT_STATEDIR, OPT_JSON, OPT_SET, OPT_CHECKPOINT };
+	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_STATEDIR, OPT_SET, OPT_CHECKPOINT };
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"null", no_argument, NULL, '0'},
@@ -93,13 +88,12 @@ main(int argc, char **argv)
 		{"label", required_argument, NULL, OPT_LABEL},
 		{"catalog-sql", no_argument, NULL, OPT_CATALOG},
 		{"write-checkpoint", required_argument, NULL, OPT_CHECKPOINT},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"json", no_argument, NULL, OPT_JSON},
 		{"set", required_argument, NULL, OPT_SET},
+		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *state_dir = NULL, *service = NULL, *label = "the connection", *checkpoint = NULL;
+	struct cli cli = {.prog = "pgsync-config", .synopsis = synopsis, .help = options_help};
 	bool nul = false, display = false, catalog = false;
 	FILE *f;
 	int c, nsets = 0;
@@ -109,8 +103,11 @@ main(int argc, char **argv)
 	sets = xcalloc((size_t) argc, sizeof(char *));
 
 	log_init(argv[0]);
+	/* pgsync runs it under its own name. */
+	cli.prog = log_progname();
 	conf_file = "pgsync.conf";
-	while ((c = getopt_long(argc, argv, "c:0h", longopts, NULL)) != -1)
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:0" CLI_COMMON_SHORT, longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -122,18 +119,14 @@ main(int argc, char **argv)
 			case OPT_LABEL: label = optarg; break;
 			case OPT_CATALOG: catalog = true; break;
 			case OPT_CHECKPOINT: checkpoint = optarg; break;
-			case OPT_JSON: log_set_json(true); break;
 			case OPT_SET: sets[nsets++] = optarg; break;
-			case 'h': help(); return EXIT_DONE;
-			case OPT_VERSION: printf("%s (pgsync) %s\n", log_progname(), PGSYNC_VERSION); return EXIT_DONE;
-			default: usage(stderr); return EXIT_USAGE;
+			default: cli_common(&cli, c, argv); break;
 		}
 	}
-	if (optind < argc || (display + (service != NULL) + catalog + (checkpoint != NULL)) > 1)
-	{
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		cli_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
+	if (display + (service != NULL) + catalog + (checkpoint != NULL) > 1)
+		cli_usage_error(synopsis, "give at most one of --display-url, --service, --catalog-sql and --write-checkpoint");
 	if (catalog)
 	{
 		fputs(catalog_ddl, stdout);

@@ -392,7 +392,7 @@ wal_contenders() {
 		case $c in
 		pgsync)
 			rss_run pg-walcat timeout -k 10 "$timeout_s" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
-				--endpos "$end" --log warn 2>>"$RUN_DIR/stderr" |
+				--endpos "$end" --log-level warn 2>>"$RUN_DIR/stderr" |
 				rss_run pg-apply timeout -k 10 "$timeout_s" pg-apply -d "$t" --log-level warning \
 					2>>"$RUN_DIR/stderr" || status=failed
 			;;
@@ -405,7 +405,7 @@ wal_contenders() {
 			;;
 		pg-walcat-only)
 			rss_run pg-walcat timeout -k 10 "$timeout_s" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
-				--endpos "$end" --log warn >"$RUN_DIR/decoded.bin" 2>>"$RUN_DIR/stderr" || status=failed
+				--endpos "$end" --log-level warn >"$RUN_DIR/decoded.bin" 2>>"$RUN_DIR/stderr" || status=failed
 			;;
 		pg_recvlogical)
 			rss_run pg_recvlogical timeout -k 10 "$timeout_s" pg_recvlogical -d "$s" --slot "s_$id" --start \
@@ -542,7 +542,7 @@ run_steady() {
 				--log-level warning <"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
 			apply_t=$!
 			/usr/bin/time -f %M -o "$RUN_DIR/rss.pg-walcat" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
-				--ack-file "$RUN_DIR/applied.lsn" --log warn >"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
+				--ack-file "$RUN_DIR/applied.lsn" --log-level warn >"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
 			walcat_t=$!
 			query="SELECT applied_lsn FROM pgsync.job WHERE job = 's_$id'"
 			;;

@@ -68,7 +68,7 @@ applied_lsn() {
 	[[ $stderr == *"unknown option --frobnicate"*"usage: pg-apply"* ]]
 	run --separate-stderr pg-apply --max-batch-bytes 12XB
 	[ "$status" -eq 2 ]
-	[[ $stderr == *'invalid value for --max-batch-bytes: "12XB"'* ]]
+	[[ $stderr == *'invalid --max-batch-bytes "12XB": expected a size from 1 to 1TB'* ]]
 	run --separate-stderr pg-apply --jobs 0
 	[ "$status" -eq 2 ]
 	run --separate-stderr pg-apply -d "$tgt_URL" /nonexistent/stream.pgcs

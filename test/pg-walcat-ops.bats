@@ -303,7 +303,7 @@ apply_sim() {
 		-c "CREATE PUBLICATION pub_one FOR TABLE only_this"
 	new_slot idle
 	local pid out=$BATS_TEST_TMPDIR/out w
-	bg pg-walcat -d "$src_URL" --slot idle --publication pub_one --heartbeat-interval 1s --log debug \
+	bg pg-walcat -d "$src_URL" --slot idle --publication pub_one --heartbeat-interval 1s --log-level debug \
 		>"$out" 2>"$BATS_TEST_TMPDIR/err"
 	pid=$!
 	# Writes that the publication filters out move the position past them.

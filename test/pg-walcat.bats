@@ -99,7 +99,7 @@ copy_out() {
 	[[ $output == *'invalid --zstd level "99"'* ]]
 	run pg-walcat --slot 'Bad-Name' --publication p
 	[ "$status" -eq 2 ]
-	[[ $output == *'invalid --slot "Bad-Name"'* ]]
+	[[ $output == *'invalid slot name "Bad-Name"'* ]]
 	run pg-walcat --slot s --publication p --start 0/20 --endpos 0/10
 	[ "$status" -eq 2 ]
 	[[ $output == *"--start is after --endpos"* ]]

@@ -112,7 +112,7 @@ start_stream() {
 	mkdir -p "$STATE_DIR/spool"
 	spawn pg-walcat - "$WORK/stream.fifo" pg-walcat -d "$SRC" --slot "$SLOT" --publication "$PUB" \
 		--ack-file "$STATE_DIR/applied.lsn" --max-message-bytes "${CFG[resources.max_message_bytes]}" \
-		--spool-dir "$STATE_DIR/spool" --connection-file "$STATE_DIR/connection" --log "$LOG_LEVEL_NAME" "$@"
+		--spool-dir "$STATE_DIR/spool" --connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME" "$@"
 	WALCAT_PID=$SPAWN_PID
 	spawn pg-apply "$WORK/stream.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
 		--jobs "${CFG[resources.max_parallel_copies]}" --max-batch-bytes "${CFG[resources.max_batch_bytes]}" \
