@@ -40,26 +40,34 @@ conf() {
 @test "max_message_bytes unset is derived from the budget and capped at 32 MiB" {
 	run pgsync-config -c base.conf
 	[[ $output == *"resources.max_message_bytes = 33554432  # derived"* ]]
-	# 136 MiB budget: (136 - 64 - 3 x 16 - 8 - 10) MiB / 6 = 1 MiB.
-	conf "resources.memory_budget_mb = 136"
+	# 72 MiB budget: (72 - 3 x 16 - 8 - 10) MiB / 6 = 1 MiB.
+	conf "resources.memory_budget_mb = 72"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"resources.max_message_bytes = 1048576  # derived"* ]]
 }
 
 @test "a budget that does not cover the sum is exit 2 at the budget's line" {
-	conf "resources.max_inflight_bytes = 200MB" "resources.memory_budget_mb = 220"
+	conf "resources.max_batch_bytes = 64MB" "resources.memory_budget_mb = 200"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:6: resources.memory_budget_mb = 220 does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 272 MiB" ]
+	[ "$output" = "pgsync-config: error: test.conf:6: resources.memory_budget_mb = 200 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 216 MiB" ]
+}
+
+@test "resources.max_inflight_bytes is accepted but not counted in the budget, which bounds nothing by it" {
+	conf "resources.max_inflight_bytes = 1TB"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *"resources.max_inflight_bytes = 1099511627776"* ]]
+	[[ $output == *"resources.max_message_bytes = 33554432  # derived"* ]]
 }
 
 @test "an explicit max_message_bytes is counted six times in the budget" {
 	conf "resources.max_message_bytes = 100MB"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:5: resources.memory_budget_mb = 336 does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x max_message_bytes + 10 MiB = 730 MiB" ]
-	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 730"
+	[ "$output" = "pgsync-config: error: test.conf:5: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x max_message_bytes + 10 MiB = 666 MiB" ]
+	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 666"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"resources.max_message_bytes = 104857600"* ]]

@@ -28,8 +28,11 @@ conf_budget(void)
 	int blame = 0;
 
 	/* A batch's updates held to be merged, and the stream read since the
-	 * last target commit, kept to apply it again (at most two batches). */
-	fixed = conf_num("resources.max_inflight_bytes") + 3 * conf_num("resources.max_batch_bytes") +
+	 * last target commit, kept to apply it again (at most two batches).
+	 * Not resources.max_inflight_bytes: what is in flight between the
+	 * programs is a pipe and what pg-apply read ahead into its input
+	 * buffer, the buffer of one line that MESSAGE_COPIES counts. */
+	fixed = 3 * conf_num("resources.max_batch_bytes") +
 		conf_num("resources.max_parallel_copies") * 2 * conf_num("resources.buffer_size_kb") * 1024 +
 		BASELINE_BYTES;
 	total = budget->num * MIB;
@@ -48,7 +51,7 @@ conf_budget(void)
 
 		if (room < MESSAGE_FLOOR)
 		{
-			conf_error(blame, "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
+			conf_error(blame, "resources.memory_budget_mb = %llu does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
 					  (unsigned long long) budget->num, MESSAGE_COPIES,
 					  (unsigned long long) ((fixed + MESSAGE_COPIES * MESSAGE_FLOOR + MIB - 1) / MIB));
 			return;
@@ -59,7 +62,7 @@ conf_budget(void)
 	}
 	if (fixed + MESSAGE_COPIES * msg->num > total)
 		conf_error(blame ? blame : msg->line,
-				  "resources.memory_budget_mb = %llu does not cover max_inflight_bytes + 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x max_message_bytes + 10 MiB = %llu MiB",
+				  "resources.memory_budget_mb = %llu does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x max_message_bytes + 10 MiB = %llu MiB",
 				  (unsigned long long) budget->num, MESSAGE_COPIES,
 				  (unsigned long long) ((fixed + MESSAGE_COPIES * msg->num + MIB - 1) / MIB));
 }

@@ -40,6 +40,8 @@ struct key conf_keys[] = {
 	K("switchover.timeout", T_DURATION, "5min", 1000, 86400000, NULL),
 	K("resources.snapshot_timeout", T_DURATION, "6h", 1000, UINT64_C(30) * 86400000, NULL),
 	K("resources.max_message_bytes", T_SIZE, NULL, 1024, UINT64_C(1) << 30, NULL),
+	/* Bounds nothing and is not in the budget (confbudget.c); accepted so
+	 * that files which set it stay valid. */
 	K("resources.max_inflight_bytes", T_SIZE, "64MB", 64 * 1024, UINT64_C(1) << 40, NULL),
 	K("resources.max_batch_bytes", T_SIZE, "16MB", 64 * 1024, UINT64_C(1) << 40, NULL),
 	K("resources.max_parallel_copies", T_INT, "4", 1, 64, NULL),

@@ -56,9 +56,10 @@ int input_fd(const struct input *in);
 /*
  * Read ahead while the caller is blocked on something else, so the producer
  * is not held up: input_readahead_fd() is the descriptor to watch, or -1
- * when nothing more can be taken (zstd input, EOF, buffer full: up to 4 MB);
- * once it is readable, input_readahead() reads into free buffer space. The
- * line input_next() last returned stays valid.
+ * when nothing more can be taken (zstd input, EOF, buffer full); once it is
+ * readable, input_readahead() reads into the buffer's free room: at most
+ * 4 MB, more only after a longer line grew the buffer, which never exceeds
+ * max_line and 640 kB. The line input_next() last returned stays valid.
  */
 int input_readahead_fd(const struct input *in);
 void input_readahead(struct input *in);
