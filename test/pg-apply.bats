@@ -549,6 +549,49 @@ EOF
 	[ "$(table_checksum "$tgt_URL" cp1)" = "$(table_checksum "$tgt_URL" cp2)" ]
 }
 
+@test "statements of a redefined table are deallocated: the target session's prepared statements stay few" {
+	q "CREATE TABLE ps (id int PRIMARY KEY, n int, c text); INSERT INTO ps VALUES (1, 0, 'c')"
+	# The probe's trigger runs in pg-apply's own session, the only one that
+	# sees its prepared statements.
+	q "CREATE TABLE ps_probe (id int); CREATE TABLE ps_seen (stmts bigint)"
+	q "CREATE FUNCTION ps_seen() RETURNS trigger LANGUAGE plpgsql AS
+	   'BEGIN INSERT INTO public.ps_seen SELECT count(*) FROM pg_catalog.pg_prepared_statements; RETURN NEW; END'"
+	q "CREATE TRIGGER ps_seen AFTER INSERT ON ps_probe FOR EACH ROW EXECUTE FUNCTION ps_seen();
+	   ALTER TABLE ps_probe ENABLE ALWAYS TRIGGER ps_seen"
+	gen() {
+		printf 'PGCS\t1\t46\t1\tps_slot\t0/100\n'
+		printf 'RELATION\tpublic\tps_probe\t2\td\t1\tid\t23\t-1\t-\n'
+		printf 'BEGIN\t1\t0/200\t%s\n' "$T0"
+		# The table redefined 200 times, alternating between two column sets,
+		# and changed in between: an update, an insert and a delete, each a
+		# prepared statement for the column set of the moment.
+		for i in $(seq 1 200); do
+			if ((i % 2)); then
+				printf 'RELATION\tpublic\tps\t1\td\t2\tid\t23\t-1\tk\tn\t23\t-1\t-\n'
+				printf 'UPDATE\tpublic\tps\tN\t1\t%d\n' "$i"
+				printf 'INSERT\tpublic\tps\t2\t%d\n' "$i"
+				printf 'DELETE\tpublic\tps\tK\t2\t\\N\n'
+			else
+				printf 'RELATION\tpublic\tps\t1\td\t3\tid\t23\t-1\tk\tn\t23\t-1\t-\tc\t25\t-1\t-\n'
+				printf 'UPDATE\tpublic\tps\tN\t1\t%d\tc%d\n' "$i" "$i"
+				printf 'INSERT\tpublic\tps\t2\t%d\tc\n' "$i"
+				printf 'DELETE\tpublic\tps\tK\t2\t\\N\t\\N\n'
+			fi
+		done
+		printf 'INSERT\tpublic\tps_probe\t1\n'
+		printf 'COMMIT\t1\t0/200\t0/210\t%s\n' "$T0"
+	}
+	run pg-apply -d "$tgt_URL" --log-level debug < <(gen)
+	echo "$output" | tail -5
+	[ "$status" -eq 0 ]
+	[ "$(q "SELECT string_agg(id || ':' || n || ':' || c, ',') FROM ps")" = "1:200:c200" ]
+	# 600 statements were prepared, for 200 column sets.
+	[ "$(grep -c 'prepared pgsync_[0-9]* for public.ps:' <<<"$output")" -ge 600 ]
+	stmts=$(q "SELECT stmts FROM ps_seen")
+	echo "prepared statements in the apply session: $stmts"
+	[ "$stmts" -le 10 ]
+}
+
 @test "MESSAGE is ignored and POSITION moves an idle job's applied position" {
 	run pgapply <<EOF
 PGCS→1→18→1→idle_slot→0/100

@@ -16,7 +16,7 @@
 
 enum pend_kind {
 	PK_BEGIN, PK_PREPARE, PK_CHANGE, PK_COPY, PK_TRUNCATE, PK_PROGRESS,
-	PK_COMMIT, PK_ROLLBACK, PK_SYNC,
+	PK_COMMIT, PK_ROLLBACK, PK_SYNC, PK_DEALLOCATE,
 };
 
 /* One statement whose result has not been read yet. */

@@ -1,13 +1,60 @@
-/*
- * Updates held back until the batch commits (lib/apply/coalesce.h stores and
- * merges them): which may wait, and sending them several rows to a
- * statement.
- */
-#include "applier_int.h"
+#include "applyheld.h"
+#include "coalesce.h"
 #include "common.h"
 #include "escape.h"
+#include "rowstmt.h"
+#include "stmtsig.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/*
+ * Held rows at most, whatever their bytes: the index is sized by it. Full
+ * means sent, not refused.
+ */
+#define HELD_ROWS 32768
+
+struct held {
+	struct pipeline *pl;
+	struct coalesce *rows;
+	bool replica_role;
+	struct buf sig, run_sig, row_sig;	/* a statement's, a run's and a row's signature */
+};
+
+struct held *
+held_new(struct pipeline *pl, size_t bytes, bool replica_role)
+{
+	struct held *h = xcalloc(1, sizeof(*h));
+
+	h->pl = pl;
+	h->rows = coalesce_new(bytes, HELD_ROWS);
+	h->replica_role = replica_role;
+	return h;
+}
+
+void
+held_free(struct held *h)
+{
+	if (h == NULL)
+		return;
+	coalesce_free(h->rows);
+	buf_free(&h->sig);
+	buf_free(&h->run_sig);
+	buf_free(&h->row_sig);
+	free(h);
+}
+
+size_t
+held_rows(const struct held *h)
+{
+	return coalesce_rows(h->rows);
+}
+
+bool
+held_has(const struct held *h, const struct rc_rel *rel, const struct field *vals)
+{
+	return rel->held > 0 && coalesce_has(h->rows, rel, rel->ncols, rel->keymask, vals);
+}
 
 /*
  * May this update wait for the end of the batch, merged with the row's
@@ -17,11 +64,11 @@
  * and no trigger or rule would see the individual changes.
  */
 bool
-held_mergeable(const struct applier *a, const struct rc_rel *rel, const struct sr_record *rec)
+held_mergeable(const struct held *h, const struct rc_rel *rel, const struct sr_record *rec)
 {
-	if (!a->merge || rec->type != SR_UPDATE || rec->kind != 'N' || !rel->merge_ok)
+	if (rec->type != SR_UPDATE || rec->kind != 'N' || !rel->merge_ok)
 		return false;
-	if (a->replica_role ? rel->trig_replica : rel->trig_origin)
+	if (h->replica_role ? rel->trig_replica : rel->trig_origin)
 		return false;
 	for (int i = 0; i < rel->ncols; i++)
 		if (rel->cols[i].key &&
@@ -31,26 +78,26 @@ held_mergeable(const struct applier *a, const struct rc_rel *rel, const struct s
 }
 
 bool
-held_put(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn)
+held_put(struct held *h, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn)
 {
-	size_t before = coalesce_rows(a->held);
+	size_t before = coalesce_rows(h->rows);
 
-	if (!coalesce_put(a->held, rel, rel->ncols, rel->keymask, rec->newv, xid, commit_lsn))
+	if (!coalesce_put(h->rows, rel, rel->ncols, rel->keymask, rec->newv, xid, commit_lsn))
 		return false;
-	rel->held += (uint32_t) (coalesce_rows(a->held) - before);
+	rel->held += (uint32_t) (coalesce_rows(h->rows) - before);
 	return true;
 }
 
 /* Forget the held rows (sent, or abandoned with the batch). */
 void
-held_drop(struct applier *a)
+held_drop(struct held *h)
 {
 	struct co_row row;
 	size_t cur = 0;
 
-	while (coalesce_next(a->held, &cur, &row))
+	while (coalesce_next(h->rows, &cur, &row))
 		((struct rc_rel *) row.rel)->held = 0;
-	coalesce_reset(a->held);
+	coalesce_reset(h->rows);
 }
 
 /*
@@ -60,8 +107,8 @@ held_drop(struct applier *a)
  * with a prepared statement, largest first; the rest go one by one.
  */
 static const int multi_rows[] = {32, 8, 1};
-/* Values of one statement at most (a->offs holds 2 x SR_MAX_COLS). */
-#define MULTI_VALUES (2 * SR_MAX_COLS)
+/* Values of one statement at most. */
+#define MULTI_VALUES PIPELINE_MAX_PARAMS
 
 /* The multi-row signature of a held row into sig (row count 0 for now);
  * returns the values per row. */
@@ -70,28 +117,25 @@ held_sig(struct buf *sig, const struct rc_rel *rel, const struct field *v)
 {
 	int nset = 0, per_row = 0;
 
-	buf_reset(sig);
-	buf_putc(sig, 'V');
-	buf_putc(sig, 0);
+	stmtsig_start(sig, 'V', 0);
 	for (int i = 0; i < rel->ncols; i++)
 	{
-		char set = !rel->cols[i].key && !field_is_unchanged(v[i].p, v[i].n) ? 's' : '-';
+		bool set = !rel->cols[i].key && !field_is_unchanged(v[i].p, v[i].n);
 
-		nset += set == 's';
-		buf_putc(sig, set);
-		buf_putc(sig, rel->cols[i].key ? 'v' : '-');
+		nset += set;
+		stmtsig_col(sig, set, rel->cols[i].key ? STMTSIG_COMPARE : STMTSIG_NONE);
 	}
-	/* Only unchanged values: set the key to itself, as update_delete does. */
+	/* Only unchanged values: set the key to itself, as rowstmt does. */
 	for (int i = 0; i < rel->ncols; i++)
 	{
 		if (nset == 0 && rel->cols[i].key)
-			sig->data[2 + 2 * i] = 's';
-		per_row += sig->data[2 + 2 * i] == 's' || rel->cols[i].key;
+			stmtsig_mark_set(sig->data, i);
+		per_row += stmtsig_sets(sig->data, i) || rel->cols[i].key;
 	}
 	return per_row;
 }
 
-/* Rows of one table with the same columns whose values a->vals holds. */
+/* Rows of one table with the same columns whose values the pipeline's parameters hold. */
 struct run {
 	struct rc_rel *rel;
 	int n, per_row, max_rows;
@@ -100,14 +144,14 @@ struct run {
 	lsn_t commit_lsn;
 };
 
-/* Send the run (signature a->run_sig) in statements of multi_rows; empty it. */
+/* Send the run (signature h->run_sig) in statements of multi_rows; empty it. */
 static bool
-send_run(struct applier *a, struct run *r, struct apply_err *err)
+send_run(struct held *h, struct run *r, struct apply_err *err)
 {
 	bool ok = true;
 
-	buf_reset(&a->sig);
-	buf_append(&a->sig, a->run_sig.data, a->run_sig.len);
+	buf_reset(&h->sig);
+	buf_append(&h->sig, h->run_sig.data, h->run_sig.len);
 	for (int done = 0, k = 0; ok && done < r->n;)
 	{
 		int rows = multi_rows[k];
@@ -119,13 +163,14 @@ send_run(struct applier *a, struct run *r, struct apply_err *err)
 			k++;
 			continue;
 		}
-		a->sig.data[1] = (char) rows;
-		ok = ap_send_stmt_at(a, r->rel, &p, (size_t) (done * r->per_row), rows * r->per_row, err);
+		stmtsig_set_rows(h->sig.data, rows);
+		ok = pipeline_stmt(h->pl, r->rel, h->sig.data, h->sig.len, &p, (size_t) (done * r->per_row),
+						   rows * r->per_row, err);
 		done += rows;
 	}
 	r->n = 0;
 	r->nv = 0;
-	buf_reset(&a->vals);
+	pipeline_params_reset(h->pl);
 	return ok;
 }
 
@@ -140,18 +185,18 @@ text_key(const struct rc_rel *rel)
 
 /* Send every held update, each row once with its newest values. */
 bool
-held_send(struct applier *a, struct apply_err *err)
+held_send(struct held *h, struct apply_err *err)
 {
 	struct co_row row;
 	struct run run = {0};
 	size_t cur = 0;
 	bool ok;
 
-	if (coalesce_rows(a->held) == 0)
+	if (coalesce_rows(h->rows) == 0)
 		return true;
-	ok = ap_end_run(a, err) && ap_ensure_txn(a, err);
-	buf_reset(&a->vals);
-	while (ok && coalesce_next(a->held, &cur, &row))
+	ok = pipeline_begin(h->pl, err);
+	pipeline_params_reset(h->pl);
+	while (ok && coalesce_next(h->rows, &cur, &row))
 	{
 		struct rc_rel *rel = row.rel;
 		int per_row;
@@ -161,15 +206,15 @@ held_send(struct applier *a, struct apply_err *err)
 			/* Keys compared as text: the single-row statement knows how. */
 			struct sr_record rec = {.type = SR_UPDATE, .kind = 'N', .newv = row.vals};
 
-			ok = (run.n == 0 || send_run(a, &run, err)) &&
-				ap_update_delete(a, rel, &rec, row.xid, row.commit_lsn, err);
-			buf_reset(&a->vals);
+			ok = (run.n == 0 || send_run(h, &run, err)) &&
+				rowstmt_update_delete(h->pl, &h->sig, rel, &rec, row.xid, row.commit_lsn, err);
+			pipeline_params_reset(h->pl);
 			continue;
 		}
-		per_row = held_sig(&a->row_sig, rel, row.vals);
-		if (run.n > 0 && (rel != run.rel || run.n == run.max_rows || a->row_sig.len != a->run_sig.len ||
-						  memcmp(a->row_sig.data, a->run_sig.data, a->run_sig.len) != 0) &&
-			!(ok = send_run(a, &run, err)))
+		per_row = held_sig(&h->row_sig, rel, row.vals);
+		if (run.n > 0 && (rel != run.rel || run.n == run.max_rows || h->row_sig.len != h->run_sig.len ||
+						  memcmp(h->row_sig.data, h->run_sig.data, h->run_sig.len) != 0) &&
+			!(ok = send_run(h, &run, err)))
 			break;
 		if (run.n == 0)
 		{
@@ -178,18 +223,19 @@ held_send(struct applier *a, struct apply_err *err)
 			run.max_rows = MULTI_VALUES / (per_row > 0 ? per_row : 1);
 			if (run.max_rows > multi_rows[0])
 				run.max_rows = multi_rows[0];
-			buf_reset(&a->run_sig);
-			buf_append(&a->run_sig, a->row_sig.data, a->row_sig.len);
+			buf_reset(&h->run_sig);
+			buf_append(&h->run_sig, h->row_sig.data, h->row_sig.len);
 		}
 		for (int i = 0; ok && i < rel->ncols; i++)
-			if ((a->run_sig.data[2 + 2 * i] == 's' || rel->cols[i].key) && !ap_add_param(a, run.nv++, &row.vals[i]))
-				ok = ap_bad_value(a, rel, "update", err);
+			if ((stmtsig_sets(h->run_sig.data, i) || rel->cols[i].key) &&
+				!pipeline_param(h->pl, run.nv++, &row.vals[i]))
+				ok = pipeline_bad_value(rel, "update", err);
 		run.xid = row.xid;
 		run.commit_lsn = row.commit_lsn;
 		run.n++;
 	}
 	if (ok && run.n > 0)
-		ok = send_run(a, &run, err);
-	held_drop(a);
+		ok = send_run(h, &run, err);
+	held_drop(h);
 	return ok;
 }

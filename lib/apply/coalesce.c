@@ -1,6 +1,7 @@
 #include "coalesce.h"
 #include "common.h"
 #include "escape.h"
+#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,15 +49,12 @@ bytes_of(struct entry *e)
 static uint64_t
 key_hash(const void *rel, int ncols, const bool *key, const struct field *vals)
 {
-	uint64_t h = 1469598103934665603ULL ^ (uint64_t) (uintptr_t) rel;
+	uint64_t h = HASH_INIT ^ (uint64_t) (uintptr_t) rel;
 
 	for (int i = 0; i < ncols; i++)
 		if (key[i])
-		{
-			for (size_t k = 0; k < vals[i].n; k++)
-				h = (h ^ (unsigned char) vals[i].p[k]) * 1099511628211ULL;
-			h = (h ^ 0x100) * 1099511628211ULL;
-		}
+			h = hash_value_end(hash_bytes(h, vals[i].p, vals[i].n));
+	/* The slot is taken from the low bits: fold the high ones in. */
 	return h ^ (h >> 29);
 }
 

@@ -1,7 +1,9 @@
 #include "relcache.h"
 #include "common.h"
 #include "conn.h"
+#include "hash.h"
 #include "log.h"
+#include "stmtsig.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,7 +20,25 @@ struct relcache {
 	size_t ntables;
 	unsigned stmt_counter;
 	unsigned session;			/* bumped by relcache_new_session() */
+	struct rc_stmt *retired;	/* replaced, still prepared in this session */
 };
+
+static void
+free_stmt(struct rc_stmt *s)
+{
+	free(s->sig);
+	free(s);
+}
+
+static void
+free_list(struct rc_stmt *s)
+{
+	for (struct rc_stmt *next; s; s = next)
+	{
+		next = s->next;
+		free_stmt(s);
+	}
+}
 
 void
 apply_err_set(struct apply_err *e, int code, const char *fmt, ...)
@@ -57,6 +77,7 @@ relcache_free(struct relcache *rc)
 	if (rc == NULL)
 		return;
 	free_tables(rc);
+	free_list(rc->retired);
 	free(rc->job);
 	free(rc);
 }
@@ -104,14 +125,25 @@ in_snapshot(const struct relcache *rc, const struct sr_rel *srel)
 	return false;
 }
 
+/*
+ * The statements of r no longer apply: those prepared in the current
+ * session wait for relcache_retired() to be deallocated there (a
+ * statement is never replaced under the same name), the rest are gone with
+ * their session.
+ */
 static void
-free_stmts(struct rc_rel *r)
+retire_stmts(struct relcache *rc, struct rc_rel *r)
 {
 	for (struct rc_stmt *s = r->stmts, *next; s; s = next)
 	{
 		next = s->next;
-		free(s->sig);
-		free(s);
+		if (s->session == rc->session)
+		{
+			s->next = rc->retired;
+			rc->retired = s;
+		}
+		else
+			free_stmt(s);
 	}
 	r->stmts = NULL;
 	r->nstmts = 0;
@@ -128,16 +160,6 @@ free_cols(struct rc_col *cols, int n)
 		free(cols[i].fulltype);
 	}
 	free(cols);
-}
-
-static uint64_t
-fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ c[i]) * 1099511628211ULL;
-	return h;
 }
 
 /*
@@ -255,7 +277,7 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 	struct rc_col *cols;
 	struct pgerr pe;
 	PGresult *res;
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = HASH_INIT;
 	char name[300];
 
 	*stmts_dropped = false;
@@ -306,13 +328,13 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 		cols[i].key = srel->cols[i].key;
 		cols[i].text_cmp = strcmp(PQgetvalue(res, row, 2), "t") != 0;
 		cols[i].fulltype = xstrdup(PQgetvalue(res, row, 3));
-		h = fnv(h, cols[i].name, strlen(cols[i].name) + 1);
-		h = fnv(h, cols[i].type, strlen(cols[i].type) + 1);
-		h = fnv(h, &cols[i].key, 1);
-		h = fnv(h, &cols[i].text_cmp, 1);
+		h = hash_bytes(h, cols[i].name, strlen(cols[i].name) + 1);
+		h = hash_bytes(h, cols[i].type, strlen(cols[i].type) + 1);
+		h = hash_bytes(h, &cols[i].key, 1);
+		h = hash_bytes(h, &cols[i].text_cmp, 1);
 	}
 	PQclear(res);
-	h = fnv(h, &srel->ncols, sizeof(srel->ncols));
+	h = hash_bytes(h, &srel->ncols, sizeof(srel->ncols));
 
 	if (r == NULL)
 	{
@@ -333,7 +355,7 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 		free_cols(r->cols, r->ncols);
 		if (r->layout_hash != h)
 		{
-			free_stmts(r);
+			retire_stmts(rc, r);
 			*stmts_dropped = true;
 		}
 	}
@@ -350,12 +372,6 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 	return r;
 }
 
-static uint64_t
-sig_hash(const char *sig, size_t n)
-{
-	return fnv(1469598103934665603ULL, sig, n);
-}
-
 /* The WHERE clause of a signature, parameters numbered from first. */
 static void
 where_sql(const struct rc_rel *rel, const char *sig, int first, struct buf *sql)
@@ -365,26 +381,20 @@ where_sql(const struct rc_rel *rel, const char *sig, int first, struct buf *sql)
 
 	for (int i = 0; i < rel->ncols; i++)
 	{
-		char w = sig[3 + 2 * i];
+		char w = stmtsig_where(sig, i);
 		const struct rc_col *c = &rel->cols[i];
 
-		if (w == '-')
+		if (w == STMTSIG_NONE)
 			continue;
 		buf_puts(sql, any ? " AND " : "");
 		any = true;
-		if (w == 'n')
+		if (w == STMTSIG_IS_NULL)
 			buf_printf(sql, "%s IS NULL", c->qname);
 		else if (c->text_cmp)
 			buf_printf(sql, "%s::pg_catalog.text = $%d::%s::pg_catalog.text", c->qname, p++, c->type);
 		else
 			buf_printf(sql, "%s = $%d::%s", c->qname, p++, c->type);
 	}
-}
-
-int
-relcache_sig_rows(const char *sig)
-{
-	return sig[0] == 'V' ? (unsigned char) sig[1] : 1;
 }
 
 /*
@@ -396,12 +406,12 @@ relcache_sig_rows(const char *sig)
 static void
 multi_update_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 {
-	int rows = relcache_sig_rows(sig), p = 1;
+	int rows = stmtsig_rows(sig), p = 1;
 	bool any = false;
 
 	buf_printf(sql, "UPDATE %s AS t SET ", rel->qname);
 	for (int i = 0; i < rel->ncols; i++)
-		if (sig[2 + 2 * i] == 's')
+		if (stmtsig_sets(sig, i))
 		{
 			buf_printf(sql, "%s%s = v.c%d", any ? ", " : "", rel->cols[i].qname, i);
 			any = true;
@@ -412,7 +422,7 @@ multi_update_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 		any = false;
 		buf_puts(sql, r ? ", (" : "(");
 		for (int i = 0; i < rel->ncols; i++)
-			if (sig[2 + 2 * i] == 's' || sig[3 + 2 * i] == 'v')
+			if (stmtsig_sets(sig, i) || stmtsig_compares(sig, i))
 			{
 				buf_printf(sql, "%s$%d::%s", any ? ", " : "", p++, rel->cols[i].type);
 				any = true;
@@ -422,7 +432,7 @@ multi_update_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	buf_puts(sql, ") AS v (");
 	any = false;
 	for (int i = 0; i < rel->ncols; i++)
-		if (sig[2 + 2 * i] == 's' || sig[3 + 2 * i] == 'v')
+		if (stmtsig_sets(sig, i) || stmtsig_compares(sig, i))
 		{
 			buf_printf(sql, "%sc%d", any ? ", " : "", i);
 			any = true;
@@ -430,7 +440,7 @@ multi_update_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	buf_puts(sql, ") WHERE ");
 	any = false;
 	for (int i = 0; i < rel->ncols; i++)
-		if (sig[3 + 2 * i] == 'v')
+		if (stmtsig_compares(sig, i))
 		{
 			buf_printf(sql, "%st.%s = v.c%d", any ? " AND " : "", rel->cols[i].qname, i);
 			any = true;
@@ -444,12 +454,12 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	bool any = false;
 
 	buf_reset(sql);
-	if (sig[0] == 'V')
+	if (stmtsig_op(sig) == 'V')
 	{
 		multi_update_sql(rel, sig, sql);
 		return;
 	}
-	if (sig[0] == 'I')
+	if (stmtsig_op(sig) == 'I')
 	{
 		if (rel->ncols == 0)
 		{
@@ -467,11 +477,11 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 		buf_putc(sql, ')');
 		return;
 	}
-	if (sig[0] == 'U')
+	if (stmtsig_op(sig) == 'U')
 	{
 		buf_printf(sql, "UPDATE %s SET ", rel->qname);
 		for (int i = 0; i < rel->ncols; i++)
-			if (sig[2 + 2 * i] == 's')
+			if (stmtsig_sets(sig, i))
 			{
 				buf_printf(sql, "%s%s = $%d", any ? ", " : "", rel->cols[i].qname, p++);
 				any = true;
@@ -485,7 +495,7 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	 * one of them, as the source did. The condition is repeated outside the
 	 * subquery so that equal ctids in different partitions cannot match.
 	 */
-	if (sig[1] == 'O')
+	if (stmtsig_kind(sig) == 'O')
 	{
 		buf_printf(sql, "ctid = (SELECT ctid FROM %s WHERE ", rel->qname);
 		where_sql(rel, sig, p, sql);
@@ -498,7 +508,7 @@ struct rc_stmt *
 relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t siglen,
 			  struct buf *sql, bool *created)
 {
-	uint64_t h = sig_hash(sig, siglen);
+	uint64_t h = hash_bytes(HASH_INIT, sig, siglen);
 	struct rc_stmt *s, **prev;
 
 	*created = false;
@@ -527,11 +537,7 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 	s->siglen = siglen;
 	s->session = rc->session;
 	snprintf(s->name, sizeof(s->name), "pgsync_%u", ++rc->stmt_counter);
-	s->nparams = 0;
-	for (int i = 0; i < rel->ncols; i++)
-		s->nparams += sig[0] == 'V' ? (sig[2 + 2 * i] == 's' || sig[3 + 2 * i] == 'v')
-			: (sig[2 + 2 * i] == 's') + (sig[3 + 2 * i] == 'v');
-	s->nparams *= relcache_sig_rows(sig);
+	s->nparams = stmtsig_nparams(sig, rel->ncols);
 	s->next = rel->stmts;
 	rel->stmts = s;
 	rel->nstmts++;
@@ -544,19 +550,19 @@ void
 relcache_new_session(struct relcache *rc)
 {
 	rc->session++;
+	free_list(rc->retired);
+	rc->retired = NULL;
 }
 
-void
-relcache_where_cols(const struct rc_rel *rel, const char *sig, struct buf *out)
+bool
+relcache_retired(struct relcache *rc, char *name, size_t len)
 {
-	bool any = false;
+	struct rc_stmt *s = rc->retired;
 
-	buf_putc(out, '(');
-	for (int i = 0; i < rel->ncols; i++)
-		if (sig[3 + 2 * i] != '-')
-		{
-			buf_printf(out, "%s%s", any ? ", " : "", rel->cols[i].name);
-			any = true;
-		}
-	buf_putc(out, ')');
+	if (s == NULL)
+		return false;
+	rc->retired = s->next;
+	snprintf(name, len, "%s", s->name);
+	free_stmt(s);
+	return true;
 }

@@ -40,12 +40,7 @@ struct rc_col {
 	bool text_cmp;				/* no default btree equality: compare as text */
 };
 
-/*
- * A statement signature: op (I U D T), kind (- N K O), then per column a SET
- * mark ('s' set, '-' not) and a WHERE mark ('v' compare, 'n' IS NULL, '-').
- * Parameters are the SET columns in column order, then the 'v' columns.
- * Op V updates several rows by key (see relcache_sig_rows).
- */
+/* A prepared statement, by its signature (stmtsig.h). */
 struct rc_stmt {
 	uint64_t hash;
 	char *sig;
@@ -113,16 +108,14 @@ struct rc_stmt *relcache_stmt(struct relcache *rc, struct rc_rel *rel,
  */
 void relcache_new_session(struct relcache *rc);
 
+/*
+ * The name of a statement that was replaced (its table was redefined) but is
+ * still prepared in the current session, forgotten here as it is handed out:
+ * the caller deallocates it. False when there is none.
+ */
+bool relcache_retired(struct relcache *rc, char *name, size_t len);
+
 /* SQL text for a signature (for unnamed execution). */
 void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);
-
-/*
- * Rows a statement changes: 1, or for op V (an update of several rows at
- * once, whose signature holds the row count as its second byte) that count.
- */
-int relcache_sig_rows(const char *sig);
-
-/* "(id, region)": the columns a signature looks rows up by. */
-void relcache_where_cols(const struct rc_rel *rel, const char *sig, struct buf *out);
 
 #endif
