@@ -17,6 +17,7 @@
 #include "common.h"
 #include "conn.h"
 #include "escape.h"
+#include "hash.h"
 #include "loadworker.h"
 #include "log.h"
 #include "sig.h"
@@ -66,16 +67,6 @@ put_bytes(struct reader *R, const char *p, size_t n)
 	return true;
 }
 
-static uint64_t
-hash_key(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
-	return h;
-}
-
 static char *
 unescape_name(struct reader *R, const struct field *f)
 {
@@ -93,7 +84,7 @@ lookup_table(struct reader *R, const struct field *f, struct ltable **out)
 {
 	struct loader *L = R->L;
 	size_t keylen = (size_t) (f[1].p + f[1].n - f[0].p);
-	uint64_t h = hash_key(f[0].p, keylen) % NBUCKETS;
+	uint64_t h = hash_bytes(HASH_INIT, f[0].p, keylen) % NBUCKETS;
 	struct ltable *t;
 	struct pgerr err;
 

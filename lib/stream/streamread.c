@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "common.h"
 #include "escape.h"
+#include "hash.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -228,16 +229,6 @@ nfields(struct streamread *sr, size_t nf, size_t want, const char *rec)
 
 /* --- relations --------------------------------------------------------- */
 
-static uint64_t
-hash_key(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
-	return h;
-}
-
 /* Schema and table fields are adjacent: the key is the raw span of both. */
 static struct sr_rel *
 rel_find(struct streamread *sr, const struct field *schema, const struct field *table,
@@ -245,7 +236,7 @@ rel_find(struct streamread *sr, const struct field *schema, const struct field *
 {
 	const char *p = schema->p;
 	size_t n = (size_t) (table->p + table->n - schema->p);
-	uint64_t h = hash_key(p, n);
+	uint64_t h = hash_bytes(HASH_INIT, p, n);
 
 	if (hash_out)
 		*hash_out = h;
