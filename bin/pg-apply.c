@@ -285,8 +285,10 @@ on_header(const struct sr_record *rec)
 static bool open_next_input(void);
 
 static void
-skip_snapshot(lsn_t at)
+skip_snapshot(lsn_t at, const char *done)
 {
+	size_t donelen = strlen(done);
+
 	char a[LSN_BUFSZ], b[LSN_BUFSZ];
 	const char *line;
 	size_t len;
@@ -299,7 +301,7 @@ skip_snapshot(lsn_t at)
 		switch (input_next(A.in, &line, &len, -1))
 		{
 			case IN_LINE:
-				if (len >= 13 && memcmp(line, "SNAPSHOTDONE\t", 13) == 0)
+				if (len > donelen && memcmp(line, done, donelen) == 0 && line[donelen] == '\t')
 					return;
 				break;
 			case IN_EOF:
@@ -307,8 +309,8 @@ skip_snapshot(lsn_t at)
 					break;
 				/* fall through */
 			case IN_TRUNCATED:
-				applyreport_fail_in(&A, false, EXIT_RUNTIME, "stream truncated at line %llu: the snapshot section has no SNAPSHOTDONE",
-						(unsigned long long) input_lineno(A.in) + 1);
+				applyreport_fail_in(&A, false, EXIT_RUNTIME, "stream truncated at line %llu: the snapshot section has no %s",
+						(unsigned long long) input_lineno(A.in) + 1, done);
 			case IN_AGAIN:
 				break;
 			case IN_TOOLONG:
@@ -334,7 +336,8 @@ on_snapshot(const struct sr_record *rec)
 {
 	struct snapload_opts so = {A.conninfo, A.jobs, A.job, A.replica_role, snapshot_tick};
 	struct apply_err err;
-	char l[LSN_BUFSZ];
+	char l[LSN_BUFSZ], l2[LSN_BUFSZ];
+	bool chunks = rec->type == SR_CHUNKS;
 	lsn_t pos = 0;
 	int rc;
 
@@ -345,7 +348,7 @@ on_snapshot(const struct sr_record *rec)
 		return false;
 	if (A.skip_below != 0 && rec->lsn <= A.skip_below)
 	{
-		skip_snapshot(rec->lsn);
+		skip_snapshot(rec->lsn, chunks ? REC_CHUNKSDONE : REC_SNAPSHOTDONE);
 		return true;
 	}
 	applyreport_heartbeat(&A, true, false, "SNAPSHOTTING");
@@ -354,6 +357,14 @@ on_snapshot(const struct sr_record *rec)
 	{
 		applyreport_checkpoint(&A, true);
 		exit(rc);
+	}
+	/* A chunk section's position is its own snapshot's, above the job's:
+	 * the chunks are recorded with it, the job's progress stays. */
+	if (chunks)
+	{
+		log_info("chunks loaded at %s; the job's position stays %s", lsn_format(pos, l),
+				 lsn_format(A.applied, l2));
+		return true;
 	}
 	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
 		applyreport_fail(&A, &err);
@@ -464,6 +475,7 @@ on_line(const char *line, size_t len)
 			}
 			break;
 		case SR_SNAPSHOT:
+		case SR_CHUNKS:
 			if (!on_snapshot(&rec))
 				return false;
 			break;

@@ -33,6 +33,7 @@ static const char synopsis[] =
 	"                        (--publication NAME[,NAME...] | --table SCHEMA.TABLE...) [--jobs N]\n"
 	"                        [--split-rows N] [--split-by auto|key|ctid] [--frame-size SIZE]\n"
 	"                        [--max-message-bytes SIZE] [--timeout DURATION]\n"
+	"                        [--chunked [--done FILE] [--chunk-rows N] [--group-seconds N]]\n"
 	"                        [--progress-file FILE] [--connection-file FILE]\n"
 	"                        [-z|--zstd[=LEVEL]] [--json] [-q] [--log-level LEVEL]\n"
 	"       pg-snapshot-dump -d SOURCE --publication NAME[,NAME...] --list-tables\n";
@@ -64,6 +65,15 @@ static const char options_help[] =
 	"      --max-message-bytes=SIZE  longest row (1kB-1GB, default 32MB): a frame grows for one row\n"
 	"                              larger than --frame-size, one such frame at a time\n"
 	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
+	"      --chunked               write a chunk section (CHUNKS): tables with an int or uuid\n"
+	"                              replica identity key above --chunk-rows rows in key chunks,\n"
+	"                              each recorded on the target with its rows; the others whole\n"
+	"      --done=FILE             chunks already copied, one a line as CHUNK records without\n"
+	"                              the record name: only the key ranges between them are copied\n"
+	"      --chunk-rows=N          rows of a chunk at most, and the tables cut by key: those\n"
+	"                              estimated above N rows (default 100000)\n"
+	"      --group-seconds=N       start no chunk after N seconds, end the section there\n"
+	"                              (default 300; 0: no limit)\n"
 	"      --progress-file=FILE    rewrite FILE with JSON progress every second\n"
 	"      --connection-file=FILE  keep the source connection's state in FILE, as\n"
 	"                              pg-walcat does, for pg-apply's heartbeat\n"
@@ -103,6 +113,11 @@ struct opts {
 	const char *conn_file;
 	long zstd_level;
 	bool json;
+	bool chunked;
+	const char *done_file;
+	uint64_t chunk_rows;
+	long group_seconds;
+	bool chunk_opt;				/* --done, --chunk-rows or --group-seconds given */
 };
 
 #define usage_error(...) cli_usage_error(synopsis, __VA_ARGS__)
@@ -111,7 +126,8 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
-		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_LIST };
+		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_LIST,
+		   OPT_CHUNKED, OPT_DONE, OPT_CHUNK_ROWS, OPT_GROUP_SECONDS };
 	static const struct option longopts[] = {
 		CLI_DBNAME_LONGOPT,
 		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
@@ -127,6 +143,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"frame-size", required_argument, NULL, OPT_FRAME},
 		{"max-message-bytes", required_argument, NULL, OPT_MSG_BYTES},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"chunked", no_argument, NULL, OPT_CHUNKED},
+		{"done", required_argument, NULL, OPT_DONE},
+		{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS},
+		{"group-seconds", required_argument, NULL, OPT_GROUP_SECONDS},
 		{"progress-file", required_argument, NULL, OPT_PROGRESS},
 		{"connection-file", required_argument, NULL, OPT_CONNFILE},
 		{"zstd", optional_argument, NULL, 'z'},
@@ -140,6 +160,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->split_rows = 1000000;
 	o->frame_size = 8 * 1024 * 1024;
 	o->max_message = CLI_MAX_MESSAGE_DEFAULT;
+	o->chunk_rows = 100000;
+	o->group_seconds = 300;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:P:t:j:z::" CLI_COMMON_SHORT, longopts, NULL)) != -1)
 	{
@@ -187,6 +209,20 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->timeout_ms = cli_duration(&cli, "--timeout", optarg, 0);
 				o->timeout_arg = optarg;
 				break;
+			case OPT_CHUNKED: o->chunked = true; break;
+			case OPT_DONE:
+				o->done_file = optarg;
+				o->chunk_opt = true;
+				break;
+			case OPT_CHUNK_ROWS:
+				if (!parse_u64(optarg, &o->chunk_rows) || o->chunk_rows == 0)
+					usage_error("invalid --chunk-rows \"%s\": expected a positive number of rows", optarg);
+				o->chunk_opt = true;
+				break;
+			case OPT_GROUP_SECONDS:
+				o->group_seconds = cli_int(&cli, "--group-seconds", optarg, 0, 1000000000);
+				o->chunk_opt = true;
+				break;
 			case OPT_PROGRESS: o->progress_file = optarg; break;
 			case OPT_CONNFILE: o->conn_file = optarg; break;
 			case 'z': o->zstd_level = cli_zstd_level(&cli, optarg); break;
@@ -211,6 +247,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--snapshot needs --position LSN: the consistent point printed with the snapshot");
 	if (o->own_snapshot && (o->have_position || o->slot))
 		usage_error("--position and --slot describe an imported snapshot: not with --own-snapshot");
+	if (o->chunk_opt && !o->chunked)
+		usage_error("--done, --chunk-rows and --group-seconds are for --chunked");
+	/* Chunks are filtered against the stream by their position: it must
+	 * be exact, a slot's. */
+	if (o->chunked && o->own_snapshot)
+		usage_error("--chunked needs --snapshot and --position from a slot (pg-slot create --temporary --export-snapshot), not --own-snapshot");
 	if ((o->npubs > 0) == (o->ntables > 0))
 		usage_error("give exactly one of --publication NAME[,NAME...] and --table SCHEMA.TABLE");
 }
@@ -340,6 +382,7 @@ struct progress {
 	bool tty_line;				/* a progress line is on the terminal now */
 	uint64_t last_tty_ms;
 	uint64_t last_file_ms;
+	bool time_up;				/* the group's time is up */
 };
 
 static void
@@ -508,6 +551,15 @@ supervise(struct snaprun *run, struct progress *p)
 			return EXIT_DONE;
 		if (state == SNAPRUN_FAILED)
 			return EXIT_RUNTIME;
+		if (p->o->chunked && p->o->group_seconds > 0 && !p->time_up &&
+			now_ms() - p->start_ms >= (uint64_t) p->o->group_seconds * 1000)
+		{
+			/* The snapshot is held no longer than this: what is not copied
+			 * now is copied in the next group, at its own snapshot. */
+			log_info("the group's %ld s are up: finishing the chunks in flight", p->o->group_seconds);
+			snaprun_time_up(run);
+			p->time_up = true;
+		}
 		if (sig_stop_requested())
 			snaprun_fail(run, EXIT_RUNTIME, "interrupted by %s: the copy is incomplete",
 						 signal_name(sig_which()));
@@ -585,7 +637,8 @@ main(int argc, char **argv)
 	struct out *out;
 	PGconn *conn;
 	char *snapshot_name = NULL;
-	int rc, version;
+	struct done_set done = {0};
+	int rc, version, section_tables = 0;
 
 	log_init(argv[0]);
 	memset(&o, 0, sizeof(o));
@@ -594,6 +647,13 @@ main(int argc, char **argv)
 		usage_error("refusing to write compressed output to a terminal");
 	if (o.list_tables)
 		return list_tables(&o);
+	if (o.done_file)
+	{
+		char derr[700];
+
+		if (!chunkdone_read(o.done_file, &done, derr, sizeof(derr)))
+			usage_error("%s", derr);
+	}
 	sig_setup();
 	report_connection(&o, SRC_DISCONNECTED, true);
 
@@ -614,8 +674,13 @@ main(int argc, char **argv)
 	po.split_rows = o.split_rows;
 	po.jobs = (int) o.jobs;
 	po.split_by = o.split_by;
+	po.chunked = o.chunked;
+	po.chunk_rows = o.chunk_rows;
+	po.done = o.done_file ? &done : NULL;
 	if ((rc = snapplan_build(conn, &po, &plan)) != EXIT_DONE)
 		exit(rc);
+	for (int i = 0; i < plan.ntables; i++)
+		section_tables += !plan.tables[i].whole_done;
 	/* An imported snapshot needs no planning session any more; an own one
 	 * lives exactly as long as this session's transaction. */
 	if (!o.own_snapshot)
@@ -633,12 +698,14 @@ main(int argc, char **argv)
 	/* A zstd frame per snapshot frame (at most --frame-size): the reader
 	 * verifies each before any of it is committed. */
 	out_set_frame_target(out, 0);
-	rec_header(&head, sys.sysid, sys.timeline, o.slot, o.position,
+	/* A chunk stream delivers no transactions: its header promises none
+	 * (0/0), and the job's stream goes on from the job's own position. */
+	rec_header(&head, sys.sysid, sys.timeline, o.slot, o.chunked ? 0 : o.position,
 			   "pg-snapshot-dump/" PGSYNC_VERSION, version);
-	rec_start(&head, REC_SNAPSHOT);
+	rec_start(&head, o.chunked ? REC_CHUNKS : REC_SNAPSHOT);
 	rec_lsn(&head, o.position);
 	rec_valuez(&head, snapshot_name);
-	rec_u64(&head, (uint64_t) plan.ntables);
+	rec_u64(&head, (uint64_t) section_tables);
 	rec_finish(&head);
 	if (out_write(out, head.data, head.len) != OUT_OK)
 		log_fatal(EXIT_RUNTIME, "cannot write the output stream");
@@ -651,6 +718,8 @@ main(int argc, char **argv)
 	ro.jobs = (int) o.jobs;
 	ro.frame_size = (size_t) o.frame_size;
 	ro.max_row = (size_t) o.max_message;
+	ro.chunked = o.chunked;
+	ro.chunk_rows = o.chunk_rows;
 
 	memset(&prog, 0, sizeof(prog));
 	prog.o = &o;
@@ -698,6 +767,7 @@ main(int argc, char **argv)
 	if (conn)
 		PQfinish(conn);
 	snapplan_free(&plan);
+	chunkdone_free(&done);
 	free(prog.st);
 	free(prog.logged);
 	free(snapshot_name);

@@ -92,7 +92,7 @@ const char catalog_ddl[] =
 	 * before (previous NULL: none), written before the fence and deleted
 	 * when it is undone, so that an interrupted switchover's fence can
 	 * always be put back exactly. Not tied to the job row: cleanup must not
-	 * forget a fence. Created last: the fast paths look for it. */
+	 * forget a fence. */
 	"CREATE TABLE IF NOT EXISTS pgsync.fence (\n"
 	"  job text NOT NULL,\n"
 	"  role_name text NOT NULL,\n"
@@ -100,7 +100,26 @@ const char catalog_ddl[] =
 	"  previous text,\n"
 	"  fenced_at timestamptz NOT NULL DEFAULT now(),\n"
 	"  PRIMARY KEY (job, role_name)\n"
-	");\n";
+	");\n"
+	/* The chunks of a chunked copy that are on the target: key range
+	 * (lo, hi] of the key columns (NULL bounds: unbounded; key_columns NULL:
+	 * a table copied in one piece), copied at the snapshot whose consistent
+	 * point is lsn. Written in the transaction of the chunk's rows, so that
+	 * a chunk is recorded exactly when its rows are there; pg-apply filters
+	 * the change stream by it. Created last: the fast path looks for it. */
+	"CREATE TABLE IF NOT EXISTS pgsync.table_chunk (\n"
+	"  job text NOT NULL REFERENCES pgsync.job ON DELETE CASCADE,\n"
+	"  schema_name text NOT NULL,\n"
+	"  table_name text NOT NULL,\n"
+	"  key_columns text[],\n"
+	"  lo text[],\n"
+	"  hi text[],\n"
+	"  lsn pg_lsn NOT NULL,\n"
+	"  rows bigint NOT NULL,\n"
+	"  bytes bigint NOT NULL,\n"
+	"  copied_at timestamptz NOT NULL DEFAULT now()\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS table_chunk_table ON pgsync.table_chunk (job, schema_name, table_name);\n";
 
 bool
 catalog_ensure(PGconn *conn, struct pgerr *err)
@@ -112,7 +131,7 @@ catalog_ensure(PGconn *conn, struct pgerr *err)
 	 * What the DDL creates last is looked for, so that a catalog from
 	 * before it was added gets it. */
 	res = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'fence'");
+				 "ON n.oid = c.relnamespace WHERE n.nspname = 'pgsync' AND c.relname = 'table_chunk'");
 	if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 	{
 		PQclear(res);

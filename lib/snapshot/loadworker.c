@@ -134,11 +134,29 @@ bool
 loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, bool done,
 		  struct pgerr *err)
 {
-	const char *params[3] = {L->o->job, t->schema, t->name};
+	char rows[24], bytes[24];
+	const char *params[6] = {L->o->job, t->schema, t->name, L->chunks_lsn, rows, bytes};
 
+	if (done && L->chunks_lsn && !t->keyed)
+	{
+		snprintf(rows, sizeof(rows), "%llu", (unsigned long long) t->rows);
+		snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) t->bytes);
+		return conn_command(conn, "WITH d AS (UPDATE pgsync.table_sync SET state = 'done', finished_at = now()"
+							" WHERE job = $1 AND schema_name = $2 AND table_name = $3 RETURNING job)"
+							" INSERT INTO pgsync.table_chunk (job, schema_name, table_name, lsn, rows, bytes)"
+							" SELECT job, $2, $3, $4::pg_catalog.pg_lsn, $5::int8, $6::int8 FROM d",
+							6, params, err);
+	}
 	if (done)
 		return conn_command(conn, "UPDATE pgsync.table_sync SET state = 'done', finished_at = now()"
 							" WHERE job = $1 AND schema_name = $2 AND table_name = $3",
+							3, params, err);
+	if (L->chunks_lsn && t->keyed)
+		return conn_command(conn, "INSERT INTO pgsync.table_sync AS s (job, schema_name, table_name,"
+							" state, rows_copied, bytes_copied, started_at, finished_at)"
+							" VALUES ($1, $2, $3, 'copying', 0, 0, now(), NULL)"
+							" ON CONFLICT (job, schema_name, table_name) DO UPDATE SET state = 'copying',"
+							" started_at = coalesce(s.started_at, now()), finished_at = NULL",
 							3, params, err);
 	return conn_command(conn, "INSERT INTO pgsync.table_sync AS s (job, schema_name, table_name,"
 						" state, rows_copied, bytes_copied, started_at, finished_at)"
@@ -162,6 +180,50 @@ claim_done(struct loader *L, PGconn *conn, struct ltable *t, struct pgerr *err)
 	L->ndone++;
 	pthread_mutex_unlock(&L->mu);
 	return true;
+}
+
+/* The chunk the frame is, in the frame's transaction: recorded exactly
+ * when its rows are on the target. */
+static bool
+record_chunk(PGconn *conn, const struct loader *L, const struct ltable *t, const struct chunk *c,
+			 struct pgerr *err)
+{
+	char rows[24], bytes[24];
+	const char *params[9] = {L->o->job, t->schema, t->name, c->ck->cols, c->ck->lo, c->ck->hi,
+		L->chunks_lsn, rows, bytes};
+
+	snprintf(rows, sizeof(rows), "%llu", (unsigned long long) c->nrows);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) c->nbytes);
+	return conn_command(conn, "INSERT INTO pgsync.table_chunk (job, schema_name, table_name, key_columns,"
+						" lo, hi, lsn, rows, bytes) VALUES ($1, $2, $3, $4::text[], $5::text[], $6::text[],"
+						" $7::pg_catalog.pg_lsn, $8::int8, $9::int8)",
+						9, params, err);
+}
+
+/* A table copied in one piece is one chunk covering it all, recorded with
+ * its done (the frame transaction that marks it done). */
+static bool
+record_whole(PGconn *conn, const struct loader *L, const struct ltable *t, struct pgerr *err)
+{
+	char rows[24], bytes[24];
+	const char *params[6] = {L->o->job, t->schema, t->name, L->chunks_lsn, rows, bytes};
+
+	snprintf(rows, sizeof(rows), "%llu", (unsigned long long) t->rows);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) t->bytes);
+	return conn_command(conn, "INSERT INTO pgsync.table_chunk (job, schema_name, table_name, lsn, rows, bytes)"
+						" VALUES ($1, $2, $3, $4::pg_catalog.pg_lsn, $5::int8, $6::int8)",
+						6, params, err);
+}
+
+void
+chunkrec_free(struct chunkrec *ck)
+{
+	if (ck == NULL)
+		return;
+	free(ck->cols);
+	free(ck->lo);
+	free(ck->hi);
+	free(ck);
 }
 
 /*
@@ -211,6 +273,8 @@ commit_frame(struct lworker *w, struct chunk *c, struct pgerr *err, PGresult **f
 					  " finished_at = CASE WHEN $6::boolean THEN clock_timestamp() ELSE finished_at END"
 					  " WHERE job = $1 AND schema_name = $2 AND table_name = $3",
 					  6, params, err) ||
+		(c->ck && !record_chunk(w->conn, L, t, c, err)) ||
+		(last && L->chunks_lsn && !t->keyed && !record_whole(w->conn, L, t, err)) ||
 		!conn_command(w->conn, "COMMIT", 0, NULL, err))
 		return false;
 	pthread_mutex_lock(&L->mu);
@@ -338,6 +402,8 @@ worker_main(void *arg)
 				ok = false;
 			}
 		}
+		chunkrec_free(c->ck);
+		c->ck = NULL;
 		pthread_mutex_lock(&L->mu);
 		c->next = L->pool;
 		L->pool = c;

@@ -33,6 +33,13 @@ struct ltable {
 	uint64_t rows, bytes;		/* ENDCOPY totals read */
 	int dispatched, committed;	/* frames; under mu */
 	bool tabledone, claimed;	/* under mu */
+	bool keyed;					/* chunk section: copied in key chunks, not in one piece */
+};
+
+/* What a CHUNK record says, as pgsync.table_chunk stores it: text[]
+ * literals, NULL for an unbounded side. */
+struct chunkrec {
+	char *cols, *lo, *hi;
 };
 
 struct chunk {
@@ -46,6 +53,7 @@ struct chunk {
 	bool stop;					/* no more frames: exit */
 	uint64_t nrows, nbytes;
 	uint64_t copy_line;			/* stream line of the frame's COPY record */
+	struct chunkrec *ck;		/* with last: the chunk the frame is, recorded with it */
 };
 
 struct lworker {
@@ -60,6 +68,7 @@ struct lworker {
 struct loader {
 	const struct snapload_opts *o;
 	const char *input;			/* input name, for messages */
+	const char *chunks_lsn;		/* a CHUNKS section's position; NULL for SNAPSHOT */
 	PGconn *ctl;				/* the reader's: table_sync rows */
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work;		/* a chunk was queued */
@@ -87,6 +96,7 @@ int loader_start(struct loader *L);
  * after a failure, cancel what they are doing on the target first. */
 void loader_stop(struct loader *L, struct chunk *open, struct lworker *target);
 void loader_free(struct loader *L);
+void chunkrec_free(struct chunkrec *ck);
 
 /* A chunk from the pool (waits while all are in use). */
 struct chunk *loader_get_chunk(struct loader *L);
@@ -103,7 +113,9 @@ void loader_fail_pg(struct loader *L, const struct ltable *t, uint64_t line, str
 bool loader_failed(struct loader *L);
 /* 1 for connection and server trouble, 5 for data or schema, 3 for privileges. */
 int loader_exit_code(const struct pgerr *err);
-/* table_sync: 'copying' with counters reset (done = false), or 'done'. */
+/* table_sync: 'copying' with counters reset (done = false; a table copied
+ * in key chunks keeps them), or 'done' (in a chunk section, a table copied
+ * in one piece gets its pgsync.table_chunk row in the same statement). */
 bool loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, bool done,
 					  struct pgerr *err);
 

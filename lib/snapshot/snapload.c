@@ -38,6 +38,9 @@ struct reader {
 	struct lworker *target;		/* the frame's worker */
 	struct ltable *t;			/* the frame's table */
 	uint64_t frame_rows, frame_bytes, frame_line;
+	bool chunks;				/* a CHUNKS section */
+	struct chunkrec *ck;		/* the CHUNK read for the next frame, then the frame's */
+	struct ltable *ck_table;	/* its table */
 	struct field *f;
 	struct buf tmp;
 	void (*tick)(void);
@@ -80,7 +83,7 @@ unescape_name(struct reader *R, const struct field *f)
 
 /* The table named by fields f[0], f[1] (schema, table); created on first use. */
 static int
-lookup_table(struct reader *R, const struct field *f, struct ltable **out)
+lookup_table(struct reader *R, const struct field *f, bool keyed, struct ltable **out)
 {
 	struct loader *L = R->L;
 	size_t keylen = (size_t) (f[1].p + f[1].n - f[0].p);
@@ -106,6 +109,7 @@ lookup_table(struct reader *R, const struct field *f, struct ltable **out)
 			 (unsigned long long) input_lineno(R->in));
 		return EXIT_UNSUPPORTED;
 	}
+	t->keyed = keyed;
 	t->key = xmalloc(keylen);
 	memcpy(t->key, f[0].p, keylen);
 	t->keylen = keylen;
@@ -180,10 +184,16 @@ start_frame(struct reader *R, size_t nf)
 
 	if (nf < 4 || nf > MAX_FIELDS || !field_u64(&f[3], &ncols) || ncols != nf - 4)
 		return malformed(R, "malformed COPY record: expected schema, table, a column count and that many names");
-	if ((rc = lookup_table(R, &f[1], &t)) != EXIT_DONE)
+	if ((rc = lookup_table(R, &f[1], false, &t)) != EXIT_DONE)
 		return rc;
 	if (t->tabledone)
 		return malformed(R, "frame of %s.%s after its TABLEDONE", t->schema, t->name);
+	/* In a chunk section a table is copied either in key chunks, every
+	 * frame after its CHUNK, or in one piece, no frame with a CHUNK. */
+	if (R->ck && R->ck_table != t)
+		return malformed(R, "frame of %s.%s after a CHUNK of another table", t->schema, t->name);
+	if (R->chunks && t->keyed && R->ck == NULL)
+		return malformed(R, "frame of %s.%s without its CHUNK", t->schema, t->name);
 	{
 		const char *cols = f[3].p;
 		size_t colslen = (size_t) (f[nf - 1].p + f[nf - 1].n - cols);
@@ -251,6 +261,8 @@ end_frame(struct reader *R, const char *line, size_t len)
 	if (!verified(R))
 		return EXIT_UNSUPPORTED;
 	R->cur->last = true;
+	R->cur->ck = R->ck;
+	R->ck = NULL;
 	R->cur->nrows = R->frame_rows;
 	R->cur->nbytes = R->frame_bytes;
 	R->t->rows += R->frame_rows;
@@ -272,7 +284,10 @@ table_done(struct reader *R, size_t nf)
 
 	if (nf != 5 || !field_u64(&R->f[3], &rows) || !field_u64(&R->f[4], &bytes))
 		return malformed(R, "malformed TABLEDONE record: expected schema, table, rows and bytes");
-	if ((rc = lookup_table(R, &R->f[1], &t)) != EXIT_DONE)
+	/* A table first named by its TABLEDONE in a chunk section had all its
+	 * key chunks copied by earlier sections (one copied in one piece always
+	 * has a frame, if empty). */
+	if ((rc = lookup_table(R, &R->f[1], R->chunks, &t)) != EXIT_DONE)
 		return rc;
 	if (!verified(R))
 		return EXIT_UNSUPPORTED;
@@ -304,7 +319,88 @@ table_done(struct reader *R, size_t nf)
 	return EXIT_DONE;
 }
 
-/* Read up to SNAPSHOTDONE. EXIT_DONE with *position, or an error code. */
+/* Values fields f[0..n) as a text[] literal; NULL when all are \N
+ * (unbounded), an empty string for a malformed field or some \N. */
+static char *
+array_literal(struct reader *R, const struct field *f, size_t n)
+{
+	struct buf lit = BUF_INIT;
+	size_t nulls = 0;
+
+	buf_putc(&lit, '{');
+	for (size_t i = 0; i < n; i++)
+	{
+		bool is_null;
+
+		buf_reset(&R->tmp);
+		if (!copy_unescape(f[i].p, f[i].n, &R->tmp, &is_null))
+		{
+			buf_free(&lit);
+			return xstrdup("");
+		}
+		nulls += is_null;
+		buf_puts(&lit, i ? ",\"" : "\"");
+		for (size_t j = 0; j < R->tmp.len; j++)
+		{
+			if (R->tmp.data[j] == '"' || R->tmp.data[j] == '\\')
+				buf_putc(&lit, '\\');
+			buf_putc(&lit, R->tmp.data[j]);
+		}
+		buf_putc(&lit, '"');
+	}
+	buf_putc(&lit, '}');
+	if (nulls == n)
+	{
+		buf_free(&lit);
+		return NULL;
+	}
+	if (nulls > 0)
+	{
+		buf_free(&lit);
+		return xstrdup("");
+	}
+	return buf_cstr(&lit);
+}
+
+/* CHUNK: the next frame is the whole of key range (lo, hi] of a table. */
+static int
+read_chunk(struct reader *R, size_t nf)
+{
+	struct field *f = R->f;
+	struct chunkrec *ck;
+	uint64_t nkey;
+	struct ltable *t;
+	int rc;
+
+	if (!R->chunks)
+		return malformed(R, "CHUNK outside a chunk section");
+	if (nf < 4 || !field_u64(&f[3], &nkey) || nkey == 0 || nkey > 32 || nf != 4 + 3 * nkey)
+		return malformed(R, "malformed CHUNK record: expected schema, table, a key column count, the key columns, the lo and the hi values");
+	if (R->ck)
+		return malformed(R, "CHUNK after a CHUNK: expected its frame");
+	if ((rc = lookup_table(R, &f[1], true, &t)) != EXIT_DONE)
+		return rc;
+	if (!t->keyed)
+		return malformed(R, "CHUNK of %s.%s, which this section copies in one piece", t->schema, t->name);
+	if (t->tabledone)
+		return malformed(R, "CHUNK of %s.%s after its TABLEDONE", t->schema, t->name);
+	ck = xcalloc(1, sizeof(*ck));
+	ck->cols = array_literal(R, &f[4], nkey);
+	ck->lo = array_literal(R, &f[4 + nkey], nkey);
+	ck->hi = array_literal(R, &f[4 + 2 * nkey], nkey);
+	if (ck->cols == NULL || ck->cols[0] == '\0' || (ck->lo && ck->lo[0] == '\0') ||
+		(ck->hi && ck->hi[0] == '\0'))
+	{
+		chunkrec_free(ck);
+		return malformed(R, "malformed CHUNK of %s.%s: a bad value, or a bound with some but not all values \\N",
+						 t->schema, t->name);
+	}
+	R->ck = ck;
+	R->ck_table = t;
+	return EXIT_DONE;
+}
+
+/* Read up to SNAPSHOTDONE (CHUNKSDONE). EXIT_DONE with *position, or an error code. */
 static int
 read_section(struct reader *R, lsn_t start, lsn_t *position)
 {
@@ -392,12 +488,23 @@ read_section(struct reader *R, lsn_t start, lsn_t *position)
 			if (rc != EXIT_DONE)
 				return rc;
 		}
-		else if (field_eq(&R->f[0], REC_SNAPSHOTDONE))
+		else if (field_eq(&R->f[0], REC_CHUNK))
 		{
+			int rc = read_chunk(R, nf);
+
+			if (rc != EXIT_DONE)
+				return rc;
+		}
+		else if (field_eq(&R->f[0], R->chunks ? REC_CHUNKSDONE : REC_SNAPSHOTDONE))
+		{
+			const char *name = R->chunks ? REC_CHUNKSDONE : REC_SNAPSHOTDONE;
+
 			if (nf != 2 || !field_lsn(&R->f[1], position))
-				return malformed(R, "malformed SNAPSHOTDONE record: expected a position");
+				return malformed(R, "malformed %s record: expected a position", name);
 			if (*position != start)
-				return malformed(R, "SNAPSHOTDONE position differs from its SNAPSHOT");
+				return malformed(R, "%s position differs from its %s", name, R->chunks ? REC_CHUNKS : REC_SNAPSHOT);
+			if (R->ck)
+				return malformed(R, "%s after a CHUNK: expected its frame", name);
 			return verified(R) ? EXIT_DONE : EXIT_UNSUPPORTED;
 		}
 		else if (field_is_name(&R->f[0]))
@@ -458,14 +565,19 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	lsn_t start;
 	int rc;
 
+	bool chunks = field_eq(&f[0], REC_CHUNKS);
+	char lsnbuf[LSN_BUFSZ];
+
 	if (nf != 4 || !field_lsn(&f[1], &start) || !field_u64(&f[3], &ntables) ||
 		!copy_field_valid(f[2].p, f[2].n))
 	{
-		log_error("%s:%llu: malformed SNAPSHOT record: expected a position, a snapshot name and a table count",
-				  input_name(in), (unsigned long long) input_lineno(in));
+		log_error("%s:%llu: malformed %s record: expected a position, a snapshot name and a table count",
+				  input_name(in), (unsigned long long) input_lineno(in), chunks ? REC_CHUNKS : REC_SNAPSHOT);
 		return EXIT_UNSUPPORTED;
 	}
 	loader_init(&L, opts, input_name(in));
+	if (chunks)
+		L.chunks_lsn = lsn_format(start, lsnbuf);
 
 	L.ctl = session_open(opts->conninfo, SESSION_SQL, &err);
 	if (L.ctl == NULL)
@@ -493,6 +605,7 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	R.L = &L;
 	R.in = in;
 	R.tick = opts->tick;
+	R.chunks = chunks;
 	R.f = xcalloc(MAX_FIELDS + 1, sizeof(*R.f));
 	rc = loader_start(&L);
 	if (rc == EXIT_DONE)
@@ -501,7 +614,15 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	R.cur = NULL;
 	if (rc == EXIT_DONE && L.failed)
 		rc = L.err_code;
-	if (rc == EXIT_DONE && (L.ndone != L.ntables || (uint64_t) L.ntables != ntables))
+	/* A chunk section completes the tables it can in its time; its count
+	 * is what it may name at most. */
+	if (rc == EXIT_DONE && chunks && (uint64_t) L.ntables > ntables)
+	{
+		log_error("%s:%llu: chunk section names %d tables, its CHUNKS said %llu", L.input,
+				  (unsigned long long) input_lineno(in), L.ntables, (unsigned long long) ntables);
+		rc = EXIT_UNSUPPORTED;
+	}
+	else if (rc == EXIT_DONE && !chunks && (L.ndone != L.ntables || (uint64_t) L.ntables != ntables))
 	{
 		log_error("%s:%llu: snapshot section incomplete: %d of %llu tables done", L.input,
 				  (unsigned long long) input_lineno(in), L.ndone, (unsigned long long) ntables);
@@ -515,11 +636,15 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 				  err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");
 		rc = EXIT_RUNTIME;
 	}
+	else if (chunks)
+		log_info("chunk section loaded: %d tables, %d of them now done, in %.1f s with %d connections",
+				 L.ntables, L.ndone, (double) (now_ms() - t0) / 1000.0, L.nw);
 	else
 		log_info("snapshot loaded: %d tables, %llu rows, %llu bytes in %.1f s with %d connections",
 				 L.ntables, (unsigned long long) L.total_rows, (unsigned long long) L.total_bytes,
 				 (double) (now_ms() - t0) / 1000.0, L.nw);
 	PQfinish(L.ctl);
+	chunkrec_free(R.ck);
 	buf_free(&R.tmp);
 	free(R.f);
 	free_tables(&L);

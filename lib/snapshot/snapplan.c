@@ -32,6 +32,7 @@ struct tinfo {
 	bool generated;				/* a generated column is published (18+) */
 	char *qname;				/* quoted schema.table */
 	struct buf cols;			/* quoted, comma-separated column list */
+	char **names;				/* the columns copied */
 	struct buf header;			/* the frame header line being built */
 };
 
@@ -102,6 +103,8 @@ add_column(struct planner *p, int t, const char *col)
 	buf_puts(&p->ti[t].cols, q);
 	free(q);
 	rec_valuez(&p->ti[t].header, col);
+	p->ti[t].names = xrealloc(p->ti[t].names, sizeof(char *) * (size_t) (p->plan->tables[t].ncols + 1));
+	p->ti[t].names[p->plan->tables[t].ncols] = xstrdup(col);
 	p->plan->tables[t].ncols++;
 }
 
@@ -365,9 +368,9 @@ load_leaves(struct planner *p, struct leaf **out, int *nout)
 	return EXIT_DONE;
 }
 
-static void
+static struct snap_part *
 add_part(struct planner *p, int table, const char *from, bool only, const char *cond,
-		 double weight)
+		 double weight, const char *order)
 {
 	struct snap_plan *plan = p->plan;
 	struct tinfo *ti = &p->ti[table];
@@ -383,7 +386,9 @@ add_part(struct planner *p, int table, const char *from, bool only, const char *
 	part->table = table;
 	part->index = ++plan->tables[table].nparts;
 	part->weight = weight;
-	if (cond == NULL && ti->rowfilter == NULL && !ti->generated && only && strcmp(from, ti->qname) == 0)
+	part->lo = part->hi = NULL;
+	if (cond == NULL && order == NULL && ti->rowfilter == NULL && !ti->generated && only &&
+		strcmp(from, ti->qname) == 0)
 	{
 		/* The whole table: plain COPY skips the executor's projection. */
 		if (plan->tables[table].ncols > 0)
@@ -399,9 +404,12 @@ add_part(struct planner *p, int table, const char *from, bool only, const char *
 			buf_printf(&sql, " WHERE (%s) AND (%s)", cond, ti->rowfilter);
 		else if (cond || ti->rowfilter)
 			buf_printf(&sql, " WHERE (%s)", cond ? cond : ti->rowfilter);
+		if (order)
+			buf_printf(&sql, " ORDER BY %s", order);
 		buf_puts(&sql, ") TO STDOUT");
 	}
 	part->sql = buf_cstr(&sql);
+	return part;
 }
 
 /* Boundaries of an integer key: min/max arithmetic, exact and index-only. */
@@ -562,7 +570,7 @@ plan_leaf(struct planner *p, const struct leaf *l)
 		col = "ctid";
 	}
 	if (nb == 0)
-		add_part(p, l->table, l->qname, true, NULL, weight);
+		add_part(p, l->table, l->qname, true, NULL, weight, NULL);
 	for (int i = 0; i < nb + (nb > 0); i++)
 	{
 		struct buf cond = BUF_INIT;
@@ -573,13 +581,78 @@ plan_leaf(struct planner *p, const struct leaf *l)
 			buf_printf(&cond, "%s >= %s", col, bounds[nb - 1]);
 		else
 			buf_printf(&cond, "%s >= %s AND %s < %s", col, bounds[i - 1], col, bounds[i]);
-		add_part(p, l->table, l->qname, true, buf_cstr(&cond), weight / (nb + 1));
+		add_part(p, l->table, l->qname, true, buf_cstr(&cond), weight / (nb + 1), NULL);
 		buf_free(&cond);
 	}
 	for (int i = 0; i < nb; i++)
 		free(bounds[i]);
 	free(bounds);
 	return EXIT_DONE;
+}
+
+/*
+ * Chunked copy: a table with a chunk key, above --chunk-rows or with
+ * chunks done, is read as the key ranges still to copy, each in key order
+ * so that the copy workers can cut it into chunks (lib/snapshot/chunkplan.c).
+ * Others go to plan_leaf() and are copied in one piece. True when the leaf
+ * was planned here (or failed: *rc).
+ */
+static bool
+plan_chunked(struct planner *p, const struct leaf *l, int *rc)
+{
+	struct snap_table *t = &p->plan->tables[l->table];
+	struct tinfo *ti = &p->ti[l->table];
+	const struct done_set *ds = p->o->done;
+	struct snap_key *k = NULL;
+	struct key_range *r = NULL;
+	bool has_done = false;
+	char *order;
+	int nr = 0;
+
+	*rc = EXIT_DONE;
+	if (chunkdone_whole(ds, t->schema, t->name))
+	{
+		t->whole_done = true;
+		return true;
+	}
+	for (int i = 0; ds && i < ds->n && !has_done; i++)
+		has_done = ds->c[i].nkey > 0 && strcmp(ds->c[i].schema, t->schema) == 0 &&
+			strcmp(ds->c[i].name, t->name) == 0;
+	if (ti->relkind == 'r')
+		k = chunkplan_key(p->conn, ti->oid, ti->names, t->ncols);
+	if (k == NULL && has_done)
+	{
+		log_error("--done has chunks of %s.%s, which has no chunk key now (an int2, int4, int8 or uuid "
+				  "replica identity key that is copied): copy the table again from scratch", t->schema, t->name);
+		*rc = EXIT_UNSUPPORTED;
+		return true;
+	}
+	if (k == NULL || (!has_done && !(l->est > (double) p->o->chunk_rows)))
+	{
+		chunkplan_key_free(k);
+		return false;
+	}
+	*rc = chunkplan_ranges(p->conn, t->schema, t->name, l->qname, k, ds, p->o->jobs, l->est, &r, &nr);
+	if (*rc != EXIT_DONE)
+	{
+		chunkplan_key_free(k);
+		return true;
+	}
+	t->key = k;
+	order = chunkplan_order(k);
+	for (int i = 0; i < nr; i++)
+	{
+		char *cond = chunkplan_cond(p->conn, k, r[i].lo, r[i].hi);
+		struct snap_part *part = add_part(p, l->table, l->qname, true, cond,
+										  (l->est > 0 ? l->est : 0) / nr, order);
+
+		part->lo = r[i].lo;
+		part->hi = r[i].hi;
+		free(cond);
+	}
+	free(order);
+	free(r);
+	return true;
 }
 
 static int
@@ -612,14 +685,15 @@ plan_parts(struct planner *p)
 			t->rows_estimate = -1;
 		else
 			t->rows_estimate += lv[i].est;
-		rc = plan_leaf(p, &lv[i]);
+		if (!p->o->chunked || !plan_chunked(p, &lv[i], &rc))
+			rc = plan_leaf(p, &lv[i]);
 	}
 	for (int t = 0; t < p->plan->ntables && rc == EXIT_DONE; t++)
-		if (p->plan->tables[t].nparts == 0)
+		if (p->plan->tables[t].nparts == 0 && p->plan->tables[t].key == NULL && !p->plan->tables[t].whole_done)
 		{
 			/* A partitioned table without partitions: still one (empty)
 			 * read, so that it is copied and reported like any other. */
-			add_part(p, t, p->ti[t].qname, p->ti[t].relkind != 'p', NULL, 0);
+			add_part(p, t, p->ti[t].qname, p->ti[t].relkind != 'p', NULL, 0, NULL);
 		}
 	for (int i = 0; i < nl; i++)
 	{
@@ -662,6 +736,9 @@ snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *pl
 		free(p.ti[i].qname);
 		buf_free(&p.ti[i].cols);
 		buf_free(&p.ti[i].header);
+		for (int c = 0; c < plan->tables[i].ncols; c++)
+			free(p.ti[i].names[c]);
+		free(p.ti[i].names);
 	}
 	free(p.ti);
 	return rc;
@@ -677,7 +754,22 @@ snapplan_free(struct snap_plan *plan)
 		free(plan->tables[i].frame_header);
 	}
 	for (int i = 0; i < plan->nparts; i++)
+	{
+		const struct snap_key *k = plan->tables[plan->parts[i].table].key;
+
 		free(plan->parts[i].sql);
+		for (int c = 0; k && c < k->nkey; c++)
+		{
+			if (plan->parts[i].lo)
+				free(plan->parts[i].lo[c]);
+			if (plan->parts[i].hi)
+				free(plan->parts[i].hi[c]);
+		}
+		free(plan->parts[i].lo);
+		free(plan->parts[i].hi);
+	}
+	for (int i = 0; i < plan->ntables; i++)
+		chunkplan_key_free(plan->tables[i].key);
 	free(plan->tables);
 	free(plan->parts);
 	memset(plan, 0, sizeof(*plan));

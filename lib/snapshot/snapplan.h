@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <libpq-fe.h>
 
+#include "chunkplan.h"
+
 struct snap_table {
 	char *schema;
 	char *name;
@@ -21,6 +23,8 @@ struct snap_table {
 	size_t frame_header_len;
 	double rows_estimate;		/* < 0: unknown (never analyzed) */
 	int nparts;
+	struct snap_key *key;		/* chunked: cut into key chunks; NULL: one piece */
+	bool whole_done;			/* chunked: copied in one piece before (--done) */
 };
 
 struct snap_part {
@@ -28,6 +32,7 @@ struct snap_part {
 	int index;					/* 1-based number of this part in its table */
 	char *sql;					/* COPY ... TO STDOUT */
 	double weight;				/* estimated rows, for largest-first order */
+	char **lo, **hi;			/* key range (lo, hi] of a table with a key; NULL: unbounded */
 };
 
 struct snap_plan {
@@ -49,6 +54,9 @@ struct snapplan_opts {
 	uint64_t split_rows;		/* split tables estimated above this */
 	int jobs;					/* parts of a split table: a multiple of this */
 	enum snap_split split_by;
+	bool chunked;				/* cut tables with a chunk key into key ranges */
+	uint64_t chunk_rows;		/* chunked: tables estimated above this */
+	const struct done_set *done;	/* chunked: the chunks copied before */
 };
 
 /*

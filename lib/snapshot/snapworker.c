@@ -38,6 +38,8 @@ struct slot {
 	uint64_t rows;
 	uint64_t bytes;
 	bool part_last;				/* the last frame of its part */
+	struct buf chunk;			/* the CHUNK line written before the frame, or empty */
+	size_t last_row;			/* offset of the frame's last row (for its key) */
 };
 
 struct worker {
@@ -62,6 +64,8 @@ struct snaprun {
 	struct slot *q_head, *q_tail;
 	bool big_busy;				/* a slot is grown (at most one at a time) */
 	int next_part;
+	bool *taken;				/* parts a worker took */
+	bool time_up;				/* chunked: the group's time is up */
 	struct snap_tstat *st;
 	int tables_done;
 	enum snaprun_state state;
@@ -147,6 +151,7 @@ get_slot(struct snaprun *r)
 	s->rows = 0;
 	s->bytes = 0;
 	s->part_last = false;
+	buf_reset(&s->chunk);
 	return s;
 }
 
@@ -223,9 +228,9 @@ frame_open(struct snaprun *r, struct slot *s, int table)
 }
 
 static void
-frame_close(struct slot *s)
+frame_close(struct slot *s, bool keep_empty)
 {
-	if (s->rows == 0)
+	if (s->rows == 0 && !keep_empty)
 	{
 		s->len = 0;				/* nothing to say: write no frame at all */
 		return;
@@ -234,12 +239,118 @@ frame_close(struct slot *s)
 								(unsigned long long) s->rows);
 }
 
-/* Copy one part into frames. False when the run must stop. */
 static bool
-copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part)
+time_is_up(struct snaprun *r)
+{
+	return __atomic_load_n(&r->time_up, __ATOMIC_RELAXED);
+}
+
+/* The key of the frame's last row, from its COPY text: int and uuid text
+ * needs no unescaping, and the stream escapes it the same way. */
+static char **
+last_key(const struct snap_table *t, const struct slot *s)
+{
+	const struct snap_key *k = t->key;
+	char **v = xcalloc((size_t) k->nkey, sizeof(char *));
+	const char *row = s->data + s->last_row + 4;	/* after "ROW" TAB */
+	const char *end = s->data + s->len;
+
+	for (int i = 0; i < k->nkey; i++)
+	{
+		const char *f = row, *e;
+
+		for (int c = 0; c < k->pos[i] && f < end; c++)
+		{
+			const char *tab = memchr(f, '\t', (size_t) (end - f));
+
+			f = tab ? tab + 1 : end;
+		}
+		for (e = f; e < end && *e != '\t' && *e != '\n'; e++)
+			;
+		v[i] = xmalloc((size_t) (e - f) + 1);
+		memcpy(v[i], f, (size_t) (e - f));
+		v[i][e - f] = '\0';
+	}
+	return v;
+}
+
+static void
+free_key(char **v, int n)
+{
+	if (v == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void
+put_bound(struct buf *b, const struct snap_key *k, char *const *v)
+{
+	for (int i = 0; i < k->nkey; i++)
+		if (v)
+			rec_valuez(b, v[i]);
+		else
+			rec_null(b);
+}
+
+/* The CHUNK line of frame s: the whole of chunk (lo, hi]. */
+static void
+chunk_line(const struct snap_table *t, struct slot *s, char *const *lo, char *const *hi)
+{
+	struct buf *b = &s->chunk;
+
+	buf_reset(b);
+	rec_start(b, REC_CHUNK);
+	rec_valuez(b, t->schema);
+	rec_valuez(b, t->name);
+	rec_u64(b, (uint64_t) t->key->nkey);
+	for (int i = 0; i < t->key->nkey; i++)
+		rec_valuez(b, t->key->cols[i]);
+	put_bound(b, t->key, lo);
+	put_bound(b, t->key, hi);
+	rec_finish(b);
+}
+
+/* The group's time is up in the middle of a part: stop its COPY. The
+ * session's transaction is aborted after it, so the worker ends too. */
+static void
+stop_copy(PGconn *conn)
+{
+	PGcancel *cancel = PQgetCancel(conn);
+	char errbuf[256];
+	PGresult *res;
+	char *row;
+	int len;
+
+	if (cancel)
+	{
+		PQcancel(cancel, errbuf, sizeof(errbuf));
+		PQfreeCancel(cancel);
+	}
+	while ((len = PQgetCopyData(conn, &row, 0)) >= 0)
+		PQfreemem(row);
+	while ((res = PQgetResult(conn)) != NULL)
+		PQclear(res);
+}
+
+/*
+ * Copy one part into frames. False when the run must stop (or, with
+ * *cut, when the group's time ended the part: the rest stays to copy).
+ *
+ * A part of a table with a chunk key is read in key order and cut into
+ * chunks of one frame each: a chunk ends where its frame fills or reaches
+ * chunk_rows, at the key of its last row, and the next one starts there;
+ * the part's last chunk ends at the part's end. So the chunks cover the
+ * part's range without a gap, an empty part being one empty chunk.
+ */
+static bool
+copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *cut)
 {
 	const struct snap_table *t = &r->plan->tables[part->table];
 	size_t limit = r->o.frame_size - ENDCOPY_ROOM;
+	bool keyed = t->key != NULL;
+	char **lo = NULL;
 	struct slot *s;
 	PGresult *res;
 	struct pgerr err;
@@ -278,9 +389,51 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part)
 		}
 		/* "ROW" TAB row; a row of zero columns is just the LF. */
 		need = (size_t) len + (t->ncols > 0 ? 4 : 3);
-		if (s->len + need > limit && s->rows > 0)
+		if (keyed && (time_is_up(r) || (s->rows > 0 && (s->len + need > limit || s->rows >= r->o.chunk_rows))))
 		{
-			frame_close(s);
+			bool stop = time_is_up(r);
+			char **hi = s->rows > 0 ? last_key(t, s) : NULL;
+
+			if (s->rows > 0)
+			{
+				chunk_line(t, s, lo ? lo : part->lo, hi);
+				frame_close(s, true);
+				free_key(lo, t->key->nkey);
+				lo = hi;
+				if (!submit(r, s))
+				{
+					free_key(lo, t->key->nkey);
+					PQfreemem(row);
+					return false;
+				}
+				s = NULL;
+			}
+			if (stop)
+			{
+				if (s)
+				{
+					pthread_mutex_lock(&r->mu);
+					put_free_locked(r, s);
+					pthread_mutex_unlock(&r->mu);
+				}
+				free_key(lo, t->key->nkey);
+				PQfreemem(row);
+				stop_copy(conn);
+				*cut = true;
+				return true;
+			}
+			if ((s = get_slot(r)) == NULL)
+			{
+				free_key(lo, t->key->nkey);
+				PQfreemem(row);
+				return false;
+			}
+			/* This row starts the next chunk: handled below as any row. */
+			frame_open(r, s, part->table);
+		}
+		else if (!keyed && s->len + need > limit && s->rows > 0)
+		{
+			frame_close(s, false);
 			if (!submit(r, s) || (s = get_slot(r)) == NULL)
 			{
 				PQfreemem(row);
@@ -304,6 +457,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part)
 				return false;
 			}
 		}
+		s->last_row = s->len;
 		memcpy(s->data + s->len, t->ncols > 0 ? "ROW\t" : "ROW", t->ncols > 0 ? 4 : 3);
 		s->len += t->ncols > 0 ? 4 : 3;
 		memcpy(s->data + s->len, row, (size_t) len);
@@ -323,7 +477,14 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part)
 	PQclear(res);
 	while ((res = PQgetResult(conn)) != NULL)
 		PQclear(res);
-	frame_close(s);
+	if (keyed)
+	{
+		chunk_line(t, s, lo ? lo : part->lo, part->hi);
+		free_key(lo, t->key->nkey);
+	}
+	/* In a chunk section a table copied in one piece has a frame too, if
+	 * empty: the loader tells it from one whose chunks were all done. */
+	frame_close(s, r->o.chunked);
 	s->part_last = true;
 	return submit(r, s);
 }
@@ -381,14 +542,27 @@ worker_main(void *arg)
 	{
 		const struct snap_part *part;
 		struct snap_tstat *st;
+		bool cut = false;
+		int i;
 
 		pthread_mutex_lock(&r->mu);
-		if (r->abort || r->next_part >= r->plan->nparts)
+		while (r->next_part < r->plan->nparts && r->taken[r->next_part])
+			r->next_part++;
+		i = r->next_part;
+		/* Once the group's time is up, only the rest of a table copied in
+		 * one piece that has started: it is all or nothing. */
+		if (r->time_up)
+			for (i = r->next_part; i < r->plan->nparts; i++)
+				if (!r->taken[i] && r->plan->tables[r->plan->parts[i].table].key == NULL &&
+					r->st[r->plan->parts[i].table].started)
+					break;
+		if (r->abort || i >= r->plan->nparts)
 		{
 			pthread_mutex_unlock(&r->mu);
 			break;
 		}
-		part = &r->plan->parts[r->next_part++];
+		r->taken[i] = true;
+		part = &r->plan->parts[i];
 		st = &r->st[part->table];
 		if (!st->started)
 		{
@@ -396,7 +570,7 @@ worker_main(void *arg)
 			st->started_ms = now_ms();
 		}
 		pthread_mutex_unlock(&r->mu);
-		if (!copy_part(r, conn, part))
+		if (!copy_part(r, conn, part, &cut) || cut)
 			break;
 	}
 	pthread_mutex_lock(&r->mu);
@@ -408,6 +582,7 @@ worker_main(void *arg)
 	pthread_mutex_lock(&r->mu);
 	r->running--;
 	pthread_cond_broadcast(&r->cv_main);
+	pthread_cond_broadcast(&r->cv_queue);	/* the last one ends a chunk section */
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
 }
@@ -430,6 +605,38 @@ writer_put(struct snaprun *r, const char *p, size_t n, bool flush)
 	return st == OUT_OK;
 }
 
+/* TABLEDONE of table t (mu not held). */
+static bool
+writer_tabledone(struct snaprun *r, struct buf *line, int t)
+{
+	const struct snap_table *tb = &r->plan->tables[t];
+	uint64_t rows, bytes;
+	bool ok;
+
+	pthread_mutex_lock(&r->mu);
+	rows = r->st[t].rows;
+	bytes = r->st[t].bytes;
+	pthread_mutex_unlock(&r->mu);
+	buf_reset(line);
+	rec_start(line, REC_TABLEDONE);
+	rec_valuez(line, tb->schema);
+	rec_valuez(line, tb->name);
+	rec_u64(line, rows);
+	rec_u64(line, bytes);
+	rec_finish(line);
+	ok = writer_put(r, line->data, line->len, false);
+	pthread_mutex_lock(&r->mu);
+	if (ok && !r->abort)
+	{
+		r->st[t].done = true;
+		r->st[t].finished_ms = now_ms();
+		r->tables_done++;
+		pthread_cond_broadcast(&r->cv_main);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
 static void *
 writer_main(void *arg)
 {
@@ -439,17 +646,31 @@ writer_main(void *arg)
 	bool flushed = true;
 
 	pthread_mutex_lock(&r->mu);
+	/* Chunked: a table whose chunks were all done before has nothing left
+	 * to copy but its TABLEDONE. */
+	for (int t = 0; t < plan->ntables && r->o.chunked && !r->abort; t++)
+		if (plan->tables[t].nparts == 0 && !plan->tables[t].whole_done)
+		{
+			pthread_mutex_unlock(&r->mu);
+			bool ok = writer_tabledone(r, &line, t);
+
+			pthread_mutex_lock(&r->mu);
+			if (!ok)
+				break;
+		}
 	while (!r->abort)
 	{
 		struct slot *s;
 		int t;
 		bool table_done;
 
-		if (r->tables_done == plan->ntables)
+		/* The end: every table copied, or (chunked) every worker stopped
+		 * and everything it handed over written. */
+		if (r->o.chunked ? r->running == 0 && r->q_head == NULL : r->tables_done == plan->ntables)
 		{
 			pthread_mutex_unlock(&r->mu);
 			buf_reset(&line);
-			rec_start(&line, REC_SNAPSHOTDONE);
+			rec_start(&line, r->o.chunked ? REC_CHUNKSDONE : REC_SNAPSHOTDONE);
 			rec_lsn(&line, r->o.position);
 			rec_finish(&line);
 			bool ok = writer_put(r, line.data, line.len, true);
@@ -482,7 +703,14 @@ writer_main(void *arg)
 			r->q_tail = NULL;
 		pthread_mutex_unlock(&r->mu);
 
-		bool ok = writer_put(r, s->data, s->len, false);
+		/* The CHUNK line and its frame go out as one: no compressed frame
+		 * ends between them. */
+		bool ok = s->chunk.len == 0 || out_write(r->out, s->chunk.data, s->chunk.len) == OUT_OK;
+
+		if (ok)
+			ok = writer_put(r, s->data, s->len, false);
+		else
+			snaprun_fail(r, EXIT_RUNTIME, "cannot write the output stream");
 
 		flushed = flushed && s->len == 0;
 		pthread_mutex_lock(&r->mu);
@@ -496,22 +724,11 @@ writer_main(void *arg)
 		if (table_done)
 		{
 			pthread_mutex_unlock(&r->mu);
-			buf_reset(&line);
-			rec_start(&line, REC_TABLEDONE);
-			rec_valuez(&line, plan->tables[t].schema);
-			rec_valuez(&line, plan->tables[t].name);
-			rec_u64(&line, r->st[t].rows);
-			rec_u64(&line, r->st[t].bytes);
-			rec_finish(&line);
-			ok = writer_put(r, line.data, line.len, false);
+			ok = writer_tabledone(r, &line, t);
 			flushed = false;
 			pthread_mutex_lock(&r->mu);
 			if (!ok || r->abort)
 				break;
-			r->st[t].done = true;
-			r->st[t].finished_ms = now_ms();
-			r->tables_done++;
-			pthread_cond_broadcast(&r->cv_main);
 		}
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -545,6 +762,9 @@ snaprun_start(const struct snap_plan *plan, const struct snaprun_opts *o, struct
 	for (int i = 0; i < r->nslots; i++)
 		put_free_locked(r, &r->slots[i]);
 	r->w = xcalloc((size_t) r->nworkers + 1, sizeof(*r->w));
+	r->taken = xcalloc((size_t) plan->nparts + 1, sizeof(bool));
+	/* Before the writer starts: it ends a chunk section when none runs. */
+	r->running = r->nworkers;
 
 	/* Signals belong to the supervising thread (lib/sig's self-pipe). */
 	sigemptyset(&block);
@@ -559,9 +779,6 @@ snaprun_start(const struct snap_plan *plan, const struct snaprun_opts *o, struct
 	for (int i = 0; i < r->nworkers; i++)
 	{
 		r->w[i].run = r;
-		pthread_mutex_lock(&r->mu);
-		r->running++;
-		pthread_mutex_unlock(&r->mu);
 		if (pthread_create(&r->w[i].th, NULL, worker_main, &r->w[i]) != 0)
 			log_fatal(EXIT_RUNTIME, "cannot start a worker thread: %s", strerror(errno));
 	}
@@ -610,6 +827,14 @@ snaprun_stats(struct snaprun *r, struct snap_tstat *stats)
 }
 
 void
+snaprun_time_up(struct snaprun *r)
+{
+	pthread_mutex_lock(&r->mu);
+	__atomic_store_n(&r->time_up, true, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&r->mu);
+}
+
+void
 snaprun_cancel(struct snaprun *r, int wait_ms)
 {
 	struct timespec ts;
@@ -644,8 +869,12 @@ snaprun_finish(struct snaprun *r)
 	if (r->writer_started)
 		pthread_join(r->writer, NULL);
 	for (int i = 0; i < r->nslots; i++)
+	{
 		free(r->slots[i].data);
+		buf_free(&r->slots[i].chunk);
+	}
 	free(r->slots);
+	free(r->taken);
 	free(r->w);
 	free(r->st);
 	pthread_cond_destroy(&r->cv_free);

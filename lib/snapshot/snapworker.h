@@ -25,6 +25,8 @@ struct snaprun_opts {
 	int jobs;					/* worker threads, >= 1 */
 	size_t frame_size;			/* upper bound of one frame, bytes */
 	size_t max_row;				/* longest ROW line: a frame grows for one row up to it */
+	bool chunked;				/* a CHUNKS section: key parts cut into chunks */
+	uint64_t chunk_rows;		/* chunked: rows of a chunk at most */
 };
 
 /* What has been written for one table (rows and bytes of COPY text). */
@@ -52,6 +54,10 @@ int snaprun_stats(struct snaprun *r, struct snap_tstat *stats);
 /* Make the run fail with this message unless it failed already. */
 void snaprun_fail(struct snaprun *r, int exit_code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Chunked: the group's time is up. No chunk is started any more, each
+ * worker ends its chunk at the row it is at and stops its part there; a
+ * table copied in one piece that started is finished. Then CHUNKSDONE. */
+void snaprun_time_up(struct snaprun *r);
 /* Cancel the workers' queries and wait up to wait_ms for them to exit. */
 void snaprun_cancel(struct snaprun *r, int wait_ms);
 /* The failure: exit code, and the message through *msg. */

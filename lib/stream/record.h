@@ -37,6 +37,9 @@
 #define REC_ENDCOPY "ENDCOPY"
 #define REC_TABLEDONE "TABLEDONE"
 #define REC_SNAPSHOTDONE "SNAPSHOTDONE"
+#define REC_CHUNKS "CHUNKS"
+#define REC_CHUNK "CHUNK"
+#define REC_CHUNKSDONE "CHUNKSDONE"
 
 /* --- writing ----------------------------------------------------------- */
 

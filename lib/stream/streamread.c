@@ -721,10 +721,11 @@ static const struct {
 	{REC_INSERT, SR_INSERT}, {REC_UPDATE, SR_UPDATE}, {REC_DELETE, SR_DELETE},
 	{REC_TRUNCATE, SR_TRUNCATE}, {REC_MESSAGE, SR_MESSAGE},
 	{REC_POSITION, SR_POSITION}, {REC_END, SR_END}, {REC_SNAPSHOT, SR_SNAPSHOT},
+	{REC_CHUNKS, SR_CHUNKS},
 };
 
 static const char *const frame_names[] = {
-	REC_COPY, REC_ROW, REC_ENDCOPY, REC_TABLEDONE, REC_SNAPSHOTDONE,
+	REC_COPY, REC_ROW, REC_ENDCOPY, REC_TABLEDONE, REC_SNAPSHOTDONE, REC_CHUNK, REC_CHUNKSDONE,
 };
 
 bool
@@ -806,6 +807,12 @@ sr_parse(struct streamread *sr, const char *line, size_t len, struct sr_record *
 				return false;
 			promise(sr, rec->lsn, "SNAPSHOT");
 			return true;
+		case SR_CHUNKS:
+			/* No promise: the stream goes on from the job's own position,
+			 * below this one (formats/stream-v1.md). */
+			if (sr->in_txn)
+				return fail(sr, "CHUNKS inside transaction %llu", (unsigned long long) sr->xid);
+			return nfields(sr, rec->nf, 4, "CHUNKS") && get_lsn(sr, &f[1], "CHUNKS", &rec->lsn);
 	}
 	return fail(sr, "unknown record");
 }

@@ -1,0 +1,660 @@
+/*
+ * The key ranges of the chunked copy. A table cut by key is read as the
+ * ranges (lo, hi] of its chunk key that no done chunk covers yet; each such
+ * gap is cut into about --jobs parts so that one large table keeps every
+ * worker busy. Part bounds are full key tuples: a leading value v followed
+ * by the largest value of each further column type, so that (v, MAX, ...)
+ * ends a part exactly after every key whose leading column is v. Bounds
+ * need not be keys that exist; pg-apply compares with them all the same.
+ */
+#include "chunkplan.h"
+#include "buf.h"
+#include "common.h"
+#include "conn.h"
+#include "escape.h"
+#include "log.h"
+#include "publication.h"
+#include "record.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INT2OID 21
+#define INT4OID 23
+#define INT8OID 20
+#define UUIDOID 2950
+#define MAX_KEY_COLS 32
+/* Rows sampled to place the part bounds of a uuid key. */
+#define SAMPLE_ROWS 30000.0
+
+static const char *
+type_max(unsigned type)
+{
+	switch (type)
+	{
+		case INT2OID: return "32767";
+		case INT4OID: return "2147483647";
+		case INT8OID: return "9223372036854775807";
+		default: return "ffffffff-ffff-ffff-ffff-ffffffffffff";
+	}
+}
+
+/* --- the done file ------------------------------------------------------ */
+
+static char **
+take_values(struct field *f, int n, struct buf *tmp, bool *ok)
+{
+	char **v = xcalloc((size_t) n + 1, sizeof(char *));
+	int nulls = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool is_null;
+
+		buf_reset(tmp);
+		if (!copy_unescape(f[i].p, f[i].n, tmp, &is_null))
+			*ok = false;
+		else if (is_null)
+			nulls++;
+		else
+			v[i] = xstrdup(buf_cstr(tmp));
+	}
+	if (nulls > 0 && nulls < n)
+		*ok = false;
+	if (nulls == n)
+	{
+		for (int i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static void
+free_values(char **v, int n)
+{
+	if (v == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+bool
+chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	struct field fields[4 + 3 * MAX_KEY_COLS + 1];
+	struct buf tmp = BUF_INIT;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned long lineno = 0;
+	int cap_c = 0;
+
+	memset(ds, 0, sizeof(*ds));
+	if (f == NULL)
+	{
+		snprintf(err, errlen, "cannot open --done file \"%s\": %s", path, strerror(errno));
+		return false;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0)
+	{
+		struct done_chunk *c;
+		uint64_t nkey;
+		size_t nf;
+		bool ok = true;
+
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len == 0)
+			continue;
+		nf = rec_split(line, (size_t) len, fields, sizeof(fields) / sizeof(fields[0]) - 1);
+		if (nf < 3 || !field_u64(&fields[2], &nkey) || nkey > MAX_KEY_COLS || nf != 3 + 3 * nkey)
+		{
+			snprintf(err, errlen, "--done file \"%s\" line %lu: expected schema, table, a key column count, "
+					 "the key columns, the lo and the hi values", path, lineno);
+			goto fail;
+		}
+		if (ds->n == cap_c)
+		{
+			cap_c = cap_c ? cap_c * 2 : 64;
+			ds->c = xrealloc(ds->c, sizeof(*ds->c) * (size_t) cap_c);
+		}
+		c = &ds->c[ds->n++];
+		memset(c, 0, sizeof(*c));
+		c->nkey = (int) nkey;
+		{
+			char **names = take_values(fields, 2, &tmp, &ok);
+
+			if (names == NULL || names[0] == NULL || names[1] == NULL)
+				ok = false;
+			else
+			{
+				c->schema = names[0];
+				c->name = names[1];
+			}
+			free(names);
+		}
+		if (nkey > 0)
+		{
+			c->cols = take_values(&fields[3], (int) nkey, &tmp, &ok);
+			c->lo = take_values(&fields[3 + nkey], (int) nkey, &tmp, &ok);
+			c->hi = take_values(&fields[3 + 2 * nkey], (int) nkey, &tmp, &ok);
+			if (c->cols == NULL)
+				ok = false;
+		}
+		if (!ok)
+		{
+			snprintf(err, errlen, "--done file \"%s\" line %lu: a malformed value, a NULL name, or a bound "
+					 "with some but not all values \\N", path, lineno);
+			goto fail;
+		}
+	}
+	if (ferror(f))
+	{
+		snprintf(err, errlen, "cannot read --done file \"%s\": %s", path, strerror(errno));
+		goto fail;
+	}
+	fclose(f);
+	free(line);
+	buf_free(&tmp);
+	return true;
+fail:
+	fclose(f);
+	free(line);
+	buf_free(&tmp);
+	chunkdone_free(ds);
+	return false;
+}
+
+void
+chunkdone_free(struct done_set *ds)
+{
+	for (int i = 0; i < ds->n; i++)
+	{
+		struct done_chunk *c = &ds->c[i];
+
+		free(c->schema);
+		free(c->name);
+		free_values(c->cols, c->nkey);
+		free_values(c->lo, c->nkey);
+		free_values(c->hi, c->nkey);
+	}
+	free(ds->c);
+	memset(ds, 0, sizeof(*ds));
+}
+
+bool
+chunkdone_whole(const struct done_set *ds, const char *schema, const char *name)
+{
+	for (int i = 0; ds && i < ds->n; i++)
+		if (ds->c[i].nkey == 0 && strcmp(ds->c[i].schema, schema) == 0 && strcmp(ds->c[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* --- keys --------------------------------------------------------------- */
+
+struct snap_key *
+chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied)
+{
+	char oidbuf[16];
+	const char *params[1] = {oidbuf};
+	struct pgerr err;
+	PGresult *res;
+	struct snap_key *k;
+	int n;
+
+	snprintf(oidbuf, sizeof(oidbuf), "%u", oid);
+	/* The replica identity index, or the primary key (also of a FULL
+	 * table): the key the stream's changes are matched by. */
+	res = conn_query(conn,
+					 "SELECT a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod)"
+					 "  FROM pg_catalog.pg_class c"
+					 "  JOIN pg_catalog.pg_index i ON i.indrelid = c.oid AND i.indisvalid AND i.indisunique"
+					 "   AND i.indexprs IS NULL AND i.indpred IS NULL"
+					 "   AND CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END"
+					 "  CROSS JOIN LATERAL unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, n)"
+					 "  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum"
+					 " WHERE c.oid = $1::pg_catalog.oid AND c.relkind = 'r' AND k.n <= i.indnkeyatts"
+					 " ORDER BY k.n",
+					 1, params, 3, &err);
+	if (res == NULL)
+	{
+		log_warn("cannot read the key of relation %u: %s", oid, err.msg);
+		return NULL;
+	}
+	n = PQntuples(res);
+	if (n == 0 || n > MAX_KEY_COLS)
+	{
+		PQclear(res);
+		return NULL;
+	}
+	k = xcalloc(1, sizeof(*k));
+	k->nkey = n;
+	k->cols = xcalloc((size_t) n, sizeof(char *));
+	k->qcols = xcalloc((size_t) n, sizeof(char *));
+	k->typenames = xcalloc((size_t) n, sizeof(char *));
+	k->types = xcalloc((size_t) n, sizeof(unsigned));
+	k->pos = xcalloc((size_t) n, sizeof(int));
+	for (int i = 0; i < n; i++)
+	{
+		k->cols[i] = xstrdup(PQgetvalue(res, i, 0));
+		k->qcols[i] = conn_quote_ident(conn, k->cols[i]);
+		k->types[i] = (unsigned) strtoul(PQgetvalue(res, i, 1), NULL, 10);
+		k->typenames[i] = xstrdup(PQgetvalue(res, i, 2));
+		k->pos[i] = -1;
+		for (int c = 0; c < ncopied; c++)
+			if (strcmp(copied[c], k->cols[i]) == 0)
+				k->pos[i] = c;
+	}
+	PQclear(res);
+	for (int i = 0; i < n; i++)
+		if (k->pos[i] < 0 || (k->types[i] != INT2OID && k->types[i] != INT4OID &&
+							  k->types[i] != INT8OID && k->types[i] != UUIDOID))
+		{
+			chunkplan_key_free(k);
+			return NULL;
+		}
+	return k;
+}
+
+void
+chunkplan_key_free(struct snap_key *k)
+{
+	if (k == NULL)
+		return;
+	for (int i = 0; i < k->nkey; i++)
+	{
+		free(k->cols[i]);
+		free(k->qcols[i]);
+		free(k->typenames[i]);
+	}
+	free(k->cols);
+	free(k->qcols);
+	free(k->typenames);
+	free(k->types);
+	free(k->pos);
+	free(k);
+}
+
+/* --- order -------------------------------------------------------------- */
+
+/* A key value as the source writes it: an integer, or a uuid in lower case. */
+static bool
+value_ok(unsigned type, const char *v)
+{
+	if (type == UUIDOID)
+	{
+		if (strlen(v) != 36)
+			return false;
+		for (int i = 0; i < 36; i++)
+			if ((i == 8 || i == 13 || i == 18 || i == 23) ? v[i] != '-'
+				: !((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+				return false;
+		return true;
+	}
+	else
+	{
+		char *end;
+
+		errno = 0;
+		(void) strtoll(v, &end, 10);
+		return errno == 0 && end != v && *end == '\0';
+	}
+}
+
+int
+chunkplan_cmp(const struct snap_key *k, char *const *a, char *const *b)
+{
+	for (int i = 0; i < k->nkey; i++)
+	{
+		int c;
+
+		if (k->types[i] == UUIDOID)
+			c = strcmp(a[i], b[i]);
+		else
+		{
+			long long x = strtoll(a[i], NULL, 10), y = strtoll(b[i], NULL, 10);
+
+			c = x < y ? -1 : x > y;
+		}
+		if (c != 0)
+			return c < 0 ? -1 : 1;
+	}
+	return 0;
+}
+
+/* Lower bounds: NULL (unbounded) first. */
+static int
+cmp_lo(const struct snap_key *k, char *const *a, char *const *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != NULL) - (b != NULL);
+	return chunkplan_cmp(k, a, b);
+}
+
+static char **
+dup_values(char *const *v, int n)
+{
+	char **d;
+
+	if (v == NULL)
+		return NULL;
+	d = xcalloc((size_t) n, sizeof(char *));
+	for (int i = 0; i < n; i++)
+		d[i] = xstrdup(v[i]);
+	return d;
+}
+
+/* --- conditions --------------------------------------------------------- */
+
+static void
+put_tuple(PGconn *conn, struct buf *b, const struct snap_key *k, char *const *v)
+{
+	if (k->nkey > 1)
+		buf_puts(b, "ROW(");
+	for (int i = 0; i < k->nkey; i++)
+	{
+		char *lit = PQescapeLiteral(conn, v[i], strlen(v[i]));
+
+		if (lit == NULL)
+			log_fatal(EXIT_RUNTIME, "cannot quote a key bound: %s", PQerrorMessage(conn));
+		buf_printf(b, "%s%s::%s", i ? ", " : "", lit, k->typenames[i]);
+		PQfreemem(lit);
+	}
+	if (k->nkey > 1)
+		buf_putc(b, ')');
+}
+
+static void
+put_cols(struct buf *b, const struct snap_key *k)
+{
+	if (k->nkey > 1)
+		buf_puts(b, "ROW(");
+	for (int i = 0; i < k->nkey; i++)
+		buf_printf(b, "%s%s", i ? ", " : "", k->qcols[i]);
+	if (k->nkey > 1)
+		buf_putc(b, ')');
+}
+
+char *
+chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi)
+{
+	struct buf b = BUF_INIT;
+
+	if (lo == NULL && hi == NULL)
+		return NULL;
+	if (lo)
+	{
+		put_cols(&b, k);
+		buf_puts(&b, " > ");
+		put_tuple(conn, &b, k, lo);
+	}
+	if (hi)
+	{
+		buf_puts(&b, lo ? " AND " : "");
+		put_cols(&b, k);
+		buf_puts(&b, " <= ");
+		put_tuple(conn, &b, k, hi);
+	}
+	return buf_cstr(&b);
+}
+
+char *
+chunkplan_order(const struct snap_key *k)
+{
+	struct buf b = BUF_INIT;
+
+	for (int i = 0; i < k->nkey; i++)
+		buf_printf(&b, "%s%s", i ? ", " : "", k->qcols[i]);
+	return buf_cstr(&b);
+}
+
+/* --- gaps and parts ----------------------------------------------------- */
+
+struct ranges {
+	struct key_range *r;
+	int n, cap;
+};
+
+static void
+add_range(struct ranges *rs, char **lo, char **hi)
+{
+	if (rs->n == rs->cap)
+	{
+		rs->cap = rs->cap ? rs->cap * 2 : 16;
+		rs->r = xrealloc(rs->r, sizeof(*rs->r) * (size_t) rs->cap);
+	}
+	rs->r[rs->n].lo = lo;
+	rs->r[rs->n].hi = hi;
+	rs->n++;
+}
+
+/* A bound (v, MAX, ...) of leading value v. */
+static char **
+leading_bound(const struct snap_key *k, const char *v)
+{
+	char **b = xcalloc((size_t) k->nkey, sizeof(char *));
+
+	b[0] = xstrdup(v);
+	for (int i = 1; i < k->nkey; i++)
+		b[i] = xstrdup(type_max(k->types[i]));
+	return b;
+}
+
+/* Leading values that cut gap (lo, hi] into about n parts. */
+static int
+gap_cuts(PGconn *conn, const char *qname, const struct snap_key *k, const struct key_range *gap,
+		 int n, double est, char ***cuts, int *ncuts)
+{
+	char *cond = chunkplan_cond(conn, k, gap->lo, gap->hi);
+	struct buf sql = BUF_INIT;
+	struct pgerr err;
+	PGresult *res;
+
+	*ncuts = 0;
+	*cuts = xcalloc((size_t) n + 1, sizeof(char *));
+	if (k->types[0] != UUIDOID)
+	{
+		int64_t lo, hi;
+		uint64_t span, step;
+
+		buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM ONLY %s%s%s", k->qcols[0], k->qcols[0],
+				   qname, cond ? " WHERE " : "", cond ? cond : "");
+		res = conn_query(conn, buf_cstr(&sql), 0, NULL, 2, &err);
+		buf_free(&sql);
+		free(cond);
+		if (res == NULL)
+			return pub_query_failed("find the key range of a table", &err);
+		if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		{
+			PQclear(res);
+			return EXIT_DONE;
+		}
+		lo = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		hi = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		PQclear(res);
+		span = (uint64_t) hi - (uint64_t) lo;
+		if (span < (uint64_t) n)
+			n = (int) span + 1;
+		if (n < 2)
+			return EXIT_DONE;
+		step = span / (uint64_t) n;
+		for (int i = 1; i < n; i++)
+		{
+			char tmp[32];
+
+			/* v ends part i: every key whose leading value is <= v. */
+			snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t) ((uint64_t) lo + step * (uint64_t) i - 1));
+			(*cuts)[(*ncuts)++] = xstrdup(tmp);
+		}
+		return EXIT_DONE;
+	}
+	else
+	{
+		struct buf fr = BUF_INIT;
+		double pct = est > 0 ? 100.0 * SAMPLE_ROWS / est : 100.0;
+
+		if (pct > 100.0)
+			pct = 100.0;
+		buf_putc(&fr, '{');
+		for (int i = 1; i < n; i++)
+			buf_printf(&fr, "%s%.6f", i > 1 ? "," : "", (double) i / n);
+		buf_putc(&fr, '}');
+		buf_printf(&sql, "SELECT u.b::text FROM unnest((SELECT pg_catalog.percentile_disc('%s'::float8[])"
+				   " WITHIN GROUP (ORDER BY %s) FROM ONLY %s TABLESAMPLE SYSTEM (%.6f)%s%s))"
+				   " WITH ORDINALITY AS u(b, i) ORDER BY u.i",
+				   buf_cstr(&fr), k->qcols[0], qname, pct, cond ? " WHERE " : "", cond ? cond : "");
+		buf_free(&fr);
+		free(cond);
+		res = conn_query(conn, buf_cstr(&sql), 0, NULL, 1, &err);
+		buf_free(&sql);
+		if (res == NULL)
+			return pub_query_failed("sample the key of a table", &err);
+		for (int r = 0; r < PQntuples(res) && *ncuts < n; r++)
+			if (!PQgetisnull(res, r, 0))
+				(*cuts)[(*ncuts)++] = xstrdup(PQgetvalue(res, r, 0));
+		PQclear(res);
+		return EXIT_DONE;
+	}
+}
+
+/* Cut gap into parts, appended to rs. The gap's bounds move into the parts. */
+static int
+cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_range *gap, int jobs,
+		double est, struct ranges *rs)
+{
+	char **cuts = NULL, **prev = gap->lo;
+	int ncuts = 0, rc = jobs > 1 ? gap_cuts(conn, qname, k, gap, jobs, est, &cuts, &ncuts) : EXIT_DONE;
+
+	for (int i = 0; i < ncuts && rc == EXIT_DONE; i++)
+	{
+		char **b = leading_bound(k, cuts[i]);
+
+		/* Only bounds strictly inside the gap and growing: a skewed sample
+		 * repeats values, a gap may end inside a run of its leading value. */
+		if ((prev && chunkplan_cmp(k, b, prev) <= 0) || (gap->hi && chunkplan_cmp(k, b, gap->hi) >= 0))
+		{
+			free_values(b, k->nkey);
+			continue;
+		}
+		add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), b);
+		prev = b;
+	}
+	add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), gap->hi);
+	for (int i = 0; i < ncuts; i++)
+		free(cuts[i]);
+	free(cuts);
+	return rc;
+}
+
+static const struct snap_key *sort_key;
+
+static int
+cmp_done(const void *a, const void *b)
+{
+	const struct done_chunk *x = *(const struct done_chunk *const *) a;
+	const struct done_chunk *y = *(const struct done_chunk *const *) b;
+
+	return cmp_lo(sort_key, x->lo, y->lo);
+}
+
+static void
+key_list(struct buf *b, char *const *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+		buf_printf(b, "%s%s", i ? ", " : "", cols[i]);
+}
+
+int
+chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char *qname,
+				 const struct snap_key *k, const struct done_set *ds, int jobs, double est,
+				 struct key_range **out, int *nout)
+{
+	const struct done_chunk **mine = xcalloc((size_t) (ds ? ds->n : 0) + 1, sizeof(*mine));
+	struct ranges gaps = {0}, rs = {0};
+	char **cur = NULL;
+	bool open_end = true;
+	int n = 0, rc = EXIT_DONE;
+
+	for (int i = 0; ds && i < ds->n; i++)
+	{
+		const struct done_chunk *c = &ds->c[i];
+		bool same = c->nkey == k->nkey;
+
+		if (strcmp(c->schema, schema) != 0 || strcmp(c->name, name) != 0 || c->nkey == 0)
+			continue;
+		for (int j = 0; same && j < k->nkey; j++)
+			same = strcmp(c->cols[j], k->cols[j]) == 0 &&
+				(c->lo == NULL || value_ok(k->types[j], c->lo[j])) &&
+				(c->hi == NULL || value_ok(k->types[j], c->hi[j]));
+		if (!same)
+		{
+			struct buf a = BUF_INIT, b = BUF_INIT;
+
+			key_list(&a, c->cols, c->nkey);
+			key_list(&b, k->cols, k->nkey);
+			log_error("--done has a chunk of %s.%s by (%s) that does not fit its chunk key (%s) now: "
+					  "copy the table again from scratch", schema, name, buf_cstr(&a), buf_cstr(&b));
+			buf_free(&a);
+			buf_free(&b);
+			free(mine);
+			return EXIT_UNSUPPORTED;
+		}
+		mine[n++] = c;
+	}
+	sort_key = k;
+	qsort(mine, (size_t) n, sizeof(*mine), cmp_done);
+	/* The gaps: what lies between the done chunks, from unbounded below to
+	 * unbounded above. Done chunks never overlap; if they do, the target
+	 * has rows twice. */
+	for (int i = 0; i < n && open_end; i++)
+	{
+		const struct done_chunk *c = mine[i];
+		int d = cmp_lo(k, cur, c->lo);
+
+		if (i > 0 && d > 0)
+		{
+			log_error("--done has overlapping chunks of %s.%s: the target holds some rows twice; "
+					  "copy the table again from scratch", schema, name);
+			rc = EXIT_UNSUPPORTED;
+			break;
+		}
+		if (i == 0 ? c->lo != NULL : d < 0)
+			add_range(&gaps, dup_values(cur, k->nkey), dup_values(c->lo, k->nkey));
+		cur = c->hi;
+		open_end = cur != NULL;
+	}
+	if (rc == EXIT_DONE && open_end)
+		add_range(&gaps, dup_values(cur, k->nkey), NULL);
+	free(mine);
+	for (int i = 0; i < gaps.n && rc == EXIT_DONE; i++)
+		rc = cut_gap(conn, qname, k, &gaps.r[i], jobs, est, &rs);
+	free(gaps.r);
+	if (rc != EXIT_DONE)
+	{
+		chunkplan_ranges_free(rs.r, rs.n, k->nkey);
+		return rc;
+	}
+	*out = rs.r;
+	*nout = rs.n;
+	return EXIT_DONE;
+}
+
+void
+chunkplan_ranges_free(struct key_range *r, int n, int nkey)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free_values(r[i].lo, nkey);
+		free_values(r[i].hi, nkey);
+	}
+	free(r);
+}

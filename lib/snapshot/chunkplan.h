@@ -1,0 +1,74 @@
+/*
+ * chunkplan.h - the chunked copy's key ranges (doc/snapshot.md, "The
+ * chunked copy"): which tables are cut by their key, the chunks already
+ * done (--done), the gaps they leave and the parts each gap is read in.
+ * Key values are the source's text of int2, int4, int8 and uuid columns,
+ * whose order pg-apply can reproduce exactly: integers as int64, uuids as
+ * lower-case hex text.
+ */
+#ifndef PGSYNC_CHUNKPLAN_H
+#define PGSYNC_CHUNKPLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+/* The chunk key of a table cut by key: its replica identity index. */
+struct snap_key {
+	int nkey;
+	char **cols;				/* column names */
+	char **qcols;				/* quoted */
+	unsigned *types;			/* type oids */
+	char **typenames;			/* for casts in the range conditions */
+	int *pos;					/* index of each among the copied columns */
+};
+
+/* A done chunk of --done: bounds NULL for unbounded. */
+struct done_chunk {
+	char *schema, *name;
+	int nkey;					/* 0: a table copied in one piece, done */
+	char **cols, **lo, **hi;
+};
+
+struct done_set {
+	struct done_chunk *c;
+	int n;
+};
+
+/* One key range (lo, hi] to read: a part of a gap. */
+struct key_range {
+	char **lo, **hi;			/* NULL: unbounded */
+};
+
+/* Read --done FILE. False with a message in err (a usage error). */
+bool chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen);
+void chunkdone_free(struct done_set *ds);
+/* Is schema.name listed as a table done in one piece? */
+bool chunkdone_whole(const struct done_set *ds, const char *schema, const char *name);
+
+/*
+ * The chunk key of relation oid (a plain table, not a partitioned one),
+ * given its copied columns: NULL when it has none that pg-apply can order
+ * (no replica identity index, a key column of another type, or not copied).
+ */
+struct snap_key *chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied);
+void chunkplan_key_free(struct snap_key *k);
+
+/*
+ * The ranges to read of table qname (its done chunks in ds): the gaps the
+ * done chunks leave, each cut into about jobs parts. Returns an exit code
+ * after logging (5 for done chunks that do not fit the table's key).
+ */
+int chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char *qname,
+					 const struct snap_key *k, const struct done_set *ds, int jobs, double est,
+					 struct key_range **out, int *nout);
+void chunkplan_ranges_free(struct key_range *r, int n, int nkey);
+
+/* "(k1, k2) > (...) AND (k1, k2) <= (...)", or NULL for the whole key space. */
+char *chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi);
+/* "k1, k2" for ORDER BY. */
+char *chunkplan_order(const struct snap_key *k);
+/* Compare two key tuples of k (both bounded): <0, 0, >0. */
+int chunkplan_cmp(const struct snap_key *k, char *const *a, char *const *b);
+
+#endif
