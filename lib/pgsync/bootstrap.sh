@@ -14,8 +14,11 @@ source "$PGSYNC_LIBDIR/check.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/
 source "$PGSYNC_LIBDIR/supervise.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/supervise.sh"
 # shellcheck source=lib/pgsync/schema.sh
 source "$PGSYNC_LIBDIR/schema.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/schema.sh"
+# shellcheck source=lib/pgsync/chunked.sh
+source "$PGSYNC_LIBDIR/chunked.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/chunked.sh"
 
-BS_SLOT_CREATED=0 BS_PHASE=preparing SLOT_PID="" SLOT_HOLD="" SLOT_OUT=""
+# CHUNKED: resources.snapshot_mode = chunked (lib/pgsync/chunked.sh).
+BS_SLOT_CREATED=0 BS_PHASE=preparing SLOT_PID="" SLOT_HOLD="" SLOT_OUT="" CHUNKED=0
 
 # Release the exported snapshot: EOF on pg-slot's stdin ends its hold.
 release_snapshot() {
@@ -33,7 +36,8 @@ release_snapshot() {
 
 # bootstrap_fail EXIT_CODE REASON: the copy did not complete. Stop what runs,
 # drop the slot this bootstrap created (it could only retain WAL), record
-# both in last_error and exit. The job stays SNAPSHOTTING.
+# both in last_error and exit. The job stays SNAPSHOTTING. A chunked copy
+# keeps its slot and the chunks it copied: the next bootstrap continues.
 bootstrap_fail() {
 	local code=$1 reason=$2 pid slotnote=""
 	trap '' INT TERM HUP
@@ -49,7 +53,12 @@ bootstrap_fail() {
 	# started_at says that this attempt touched it (status: interrupted).
 	sql tgt >/dev/null <<<"UPDATE pgsync.table_sync SET state = 'pending' WHERE job = :'job' AND state = 'copying'" ||
 		log_warn "cannot record the interrupted tables in pgsync.table_sync: $(sql_error)"
-	if ((BS_SLOT_CREATED)); then
+	local state=SNAPSHOTTING next="start over with pgsync bootstrap --restart-snapshot"
+	if ((CHUNKED)); then
+		chunked_kept_note
+		slotnote=$CH_KEPT_NOTE next="run pgsync bootstrap again to continue"
+		((CH_SLOT_READY)) || state=INITIALIZING
+	elif ((BS_SLOT_CREATED)); then
 		if drop_owned_slot; then
 			slotnote="; replication slot $SLOT was dropped"
 			job_update "slot_owned = false" >/dev/null
@@ -59,8 +68,7 @@ bootstrap_fail() {
 			log_error "cannot drop replication slot $SLOT: $(sql_error)"
 		fi
 	fi
-	local state=SNAPSHOTTING next="start over with pgsync bootstrap --restart-snapshot"
-	((!BS_SLOT_CREATED)) && state=INITIALIZING
+	((CHUNKED || BS_SLOT_CREATED)) || state=INITIALIZING
 	# Starting over cannot mend a missing privilege: say what can.
 	if [[ $reason == *"permission denied"* || $reason == *"SQLSTATE 42501"* ]]; then
 		next="grant the privilege it names (pgsync check tests each one bootstrap needs), then pgsync bootstrap"
@@ -138,10 +146,14 @@ bootstrap_plan() {
 		mapfile -t TRUNCATE_SET < <(target_existing_tables)
 	elif ((JOB_EXISTS)); then
 		# Rows in tables this job's incomplete copy touched are its own.
-		mapfile -t TRUNCATE_SET < <(sql tgt <<'SQL'
+		local chunks=f
+		catalog_exists table_chunk && chunks=t
+		mapfile -t TRUNCATE_SET < <(sql tgt -v chunks="$chunks" <<'SQL'
 SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
   JOIN pgsync.table_sync s ON s.job = :'job' AND s.schema_name = split_part(u.t, '.', 1)
-   AND s.table_name = split_part(u.t, '.', 2) AND (s.state <> 'pending' OR s.started_at IS NOT NULL)
+   AND s.table_name = split_part(u.t, '.', 2)
+   AND (s.state <> 'pending' OR s.started_at IS NOT NULL OR (:'chunks' = 't' AND EXISTS (
+        SELECT 1 FROM pgsync.table_chunk c WHERE c.job = s.job AND c.schema_name = s.schema_name AND c.table_name = s.table_name)))
  WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
  ORDER BY u.ord
 SQL
@@ -196,44 +208,54 @@ SQL
 	record_source_server "$SOURCE_SYSID" || die $EX_RUNTIME "cannot write $STATE_DIR/source"
 }
 
-# Create the slot and export its snapshot; pg-slot holds it while its stdin
-# stays open. Sets SNAP_NAME and CONSISTENT_LSN.
-create_slot() {
-	local line="" deadline rc
-	BS_PHASE="creating the replication slot"
+# open_snapshot_slot NAME [pg-slot options]: create slot NAME and export its
+# snapshot; pg-slot holds it while its stdin stays open (release_snapshot
+# ends it). Sets SNAP_NAME and SNAP_LSN; returns 1 when pg-slot ended
+# without creating the slot (SUP_* say how).
+open_snapshot_slot() {
+	local name=$1 line="" rc
+	shift
 	rm -f "$WORK/slot.in" "$WORK/slot.out"
 	mkfifo "$WORK/slot.in" "$WORK/slot.out"
 	local hold_ms=$((${CFG[resources.snapshot_timeout]%ms} + 600000))
-	spawn pg-slot "$WORK/slot.in" "$WORK/slot.out" pg-slot create -d "$SRC" --slot "$SLOT" \
-		--export-snapshot --hold-timeout "${hold_ms}ms" --log-level "$LOG_LEVEL_NAME"
+	spawn pg-slot "$WORK/slot.in" "$WORK/slot.out" pg-slot create -d "$SRC" --slot "$name" \
+		--export-snapshot --hold-timeout "${hold_ms}ms" --log-level "$LOG_LEVEL_NAME" "$@"
 	SLOT_PID=$SPAWN_PID
 	exec {SLOT_HOLD}>"$WORK/slot.in" {SLOT_OUT}<"$WORK/slot.out"
 	# Later children must not inherit the hold: only we may end it.
 	CLOSE_FDS=("$SLOT_HOLD" "$SLOT_OUT")
 	# Creating the slot waits for transactions running on the source to
 	# end: that wait counts against resources.snapshot_timeout too.
-	deadline=$BS_DEADLINE
 	while :; do
 		[[ -z $STOP_SIGNAL ]] || bootstrap_fail $EX_RUNTIME "interrupted by SIG$STOP_SIGNAL"
 		IFS= read -r -t 1 -u "$SLOT_OUT" line && break
 		rc=$?
 		if ((rc <= 128)); then
-			# EOF: pg-slot ended without creating the slot, maybe because
-			# a slot of that name appeared meanwhile: that one is not ours.
 			supervise $(($(now_ms) + 10000)) "pg-slot:$SLOT_PID"
 			SLOT_PID=""
-			job_update "slot_owned = false" >/dev/null
-			step_failed "creating replication slot $SLOT"
-			bootstrap_fail $EX_RUNTIME "pg-slot ended without creating slot $SLOT"
+			return 1
 		fi
-		(($(now_ms) < deadline)) || step_timeout
+		(($(now_ms) < BS_DEADLINE)) || step_timeout
 	done
-	BS_SLOT_CREATED=1
-	local name
-	IFS=$'\t' read -r name CONSISTENT_LSN SNAP_NAME <<<"$line"
-	if [[ $name != "$SLOT" || ! $CONSISTENT_LSN =~ ^[0-9A-F]+/[0-9A-F]+$ || -z $SNAP_NAME || $SNAP_NAME == - ]]; then
+	local got
+	IFS=$'\t' read -r got SNAP_LSN SNAP_NAME <<<"$line"
+	if [[ $got != "$name" || ! $SNAP_LSN =~ ^[0-9A-F]+/[0-9A-F]+$ || -z $SNAP_NAME || $SNAP_NAME == - ]]; then
 		bootstrap_fail $EX_RUNTIME "unexpected output from pg-slot create"
 	fi
+}
+
+# Create the job's slot and export its snapshot. Sets SNAP_NAME and
+# CONSISTENT_LSN.
+create_slot() {
+	BS_PHASE="creating the replication slot"
+	if ! open_snapshot_slot "$SLOT"; then
+		# pg-slot ended without creating the slot, maybe because a slot
+		# of that name appeared meanwhile: that one is not ours.
+		job_update "slot_owned = false" >/dev/null
+		step_failed "creating replication slot $SLOT"
+		bootstrap_fail $EX_RUNTIME "pg-slot ended without creating slot $SLOT"
+	fi
+	BS_SLOT_CREATED=1 CONSISTENT_LSN=$SNAP_LSN
 	log_info "created replication slot $SLOT at consistent point $CONSISTENT_LSN, snapshot $SNAP_NAME exported"
 	BS_PHASE="recording the consistent point"
 	job_update "state = 'SNAPSHOTTING', consistent_lsn = :'lsn'" lsn="$CONSISTENT_LSN" ||
@@ -318,6 +340,11 @@ cmd_bootstrap() {
 	((CHECK_FAILS == 0)) || die $EX_PREFLIGHT "bootstrap refused: $CHECK_FAILS prerequisite(s) missing (pgsync check lists them all)"
 
 	catalog_ensure
+	if [[ ${CFG[resources.snapshot_mode]:-single} == chunked ]]; then
+		CHUNKED=1
+		chunked_bootstrap
+		return
+	fi
 	bootstrap_plan
 	if [[ ${CFG[safety.auto_create_publication]} == true ]]; then
 		create_publication

@@ -77,16 +77,24 @@ WITH cfg AS (
            CASE WHEN current_setting('wal_level') = 'logical' THEN '' ELSE ', logical decoding needs logical' END,
          'set wal_level = logical in postgresql.conf and restart the source server (pgsync never changes it)'
   UNION ALL
-  SELECT 3, CASE WHEN s.used + (1 - s.mine) <= c.max_slots THEN 'ok' ELSE 'fail' END,
-         format('max_replication_slots = %s with %s in use%s', c.max_slots, s.used,
-                CASE WHEN s.mine > 0 THEN ' (this job''s slot among them)' ELSE ', this job needs one more' END),
-         'raise max_replication_slots (server restart) or drop slots nothing uses'
+  -- :'temp_slot' 1: a chunked bootstrap is ahead, with one temporary slot
+  -- (and its WAL sender) at a time beside the job's
+  SELECT 3, CASE WHEN s.used + (1 - s.mine) + :'temp_slot'::int <= c.max_slots THEN 'ok' ELSE 'fail' END,
+         format('max_replication_slots = %s with %s in use%s%s', c.max_slots, s.used,
+                CASE WHEN s.mine > 0 THEN ' (this job''s slot among them)' ELSE ', this job needs one more' END,
+                CASE WHEN :'temp_slot' = '1' THEN ', and its chunked bootstrap one more at a time for the temporary slot of each chunk group' ELSE '' END),
+         CASE WHEN :'temp_slot' = '1'
+              THEN format('raise max_replication_slots to at least %s (server restart) or drop slots nothing uses', s.used + (1 - s.mine) + 1)
+              ELSE 'raise max_replication_slots (server restart) or drop slots nothing uses' END
     FROM slots s, conf c
   UNION ALL
   SELECT 4, CASE WHEN w.used + (1 - s.mine_active) + 1 <= c.max_senders THEN 'ok' ELSE 'fail' END,
-         format('max_wal_senders = %s with %s in use; this job needs one%s and check one while it probes',
-                c.max_senders, w.used, CASE WHEN s.mine_active > 0 THEN ' (already connected)' ELSE '' END),
-         'raise max_wal_senders (server restart): one sender per job, plus one for pgsync check'
+         format('max_wal_senders = %s with %s in use; this job needs one%s%s and check one while it probes',
+                c.max_senders, w.used, CASE WHEN s.mine_active > 0 THEN ' (already connected)' ELSE '' END,
+                CASE WHEN :'temp_slot' = '1' THEN ' (during its chunked bootstrap: the temporary slot''s)' ELSE '' END),
+         CASE WHEN :'temp_slot' = '1'
+              THEN format('raise max_wal_senders to at least %s (server restart): one sender per job, plus one for pgsync check', w.used + (1 - s.mine_active) + 1)
+              ELSE 'raise max_wal_senders (server restart): one sender per job, plus one for pgsync check' END
     FROM senders w, slots s, conf c
   UNION ALL
   SELECT 5, CASE WHEN m.rolcanlogin THEN 'ok' ELSE 'fail' END,
@@ -387,8 +395,14 @@ preflight() {
 			finding fail source "cannot resolve the tables of publication $PUB: ${msg:-pg-snapshot-dump failed}" \
 				"change the publications so that PostgreSQL's own subscription to them would be accepted"
 	fi
+	# A chunked bootstrap still to come (or to continue) takes a temporary slot.
+	local temp_slot=0
+	if [[ ${CFG[resources.snapshot_mode]:-single} == chunked ]]; then
+		job_read 2>/dev/null || JOB_EXISTS=0
+		((JOB_EXISTS)) && [[ $JOB_STATE != INITIALIZING && $JOB_STATE != SNAPSHOTTING ]] || temp_slot=1
+	fi
 	if rows=$(sql src -v autopub="${CFG[safety.auto_create_publication]}" -v resolved="$resolved" \
-		-v resolved_ok="$resolved_ok" <<<"$CHECK_SOURCE_SQL"); then
+		-v resolved_ok="$resolved_ok" -v temp_slot="$temp_slot" <<<"$CHECK_SOURCE_SQL"); then
 		CHECK_SOURCE_OK=1
 		while IFS=$'\x1f' read -r level msg fix; do
 			[[ -n $level ]] || continue

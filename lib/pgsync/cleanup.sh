@@ -32,7 +32,7 @@ cmd_cleanup() {
 	if ((JOB_EXISTS)); then
 		sql tgt >/dev/null <<<"DELETE FROM pgsync.job WHERE job = :'job'" ||
 			die $EX_RUNTIME "cannot delete job $JOB from the target: $(sql_error)"
-		log_info "deleted job $JOB from pgsync.job (with its table_sync and job_runtime rows); the replicated tables keep their data"
+		log_info "deleted job $JOB from pgsync.job (with its table_sync, table_chunk and job_runtime rows); the replicated tables keep their data"
 	fi
 	rm -rf "$STATE_DIR/applied.lsn" "$STATE_DIR"/schema.* "$STATE_DIR/snapshot.progress" "$STATE_DIR/connection" \
 		"$STATE_DIR/spool" "$STATE_DIR/source"

@@ -66,28 +66,68 @@ SELECT stmt FROM (
 ) s ORDER BY ord, step;
 SQL
 
+# :'phase' all, or (a chunked copy) early: the key and the indexes that
+# are not unique, before the catch-up; late: the rest (see LATE_POST_SQL).
 read -r -d '' CATALOG_POST_SQL <<'SQL'
 WITH t AS (
-  SELECT c.oid, n.nspname, c.relname, c.relreplident, u.ord
+  SELECT c.oid, n.nspname, c.relname, c.relreplident, u.ord,
+         coalesce((SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident AND c.relreplident = 'i'),
+                  (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)) AS keyidx
     FROM unnest(string_to_array(:'missing', ',')) WITH ORDINALITY AS u(name, ord)
     JOIN pg_namespace n ON n.nspname = split_part(u.name, '.', 1)
     JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.name, '.', 2) AND c.relkind = 'r'
 )
 SELECT stmt FROM (
   SELECT t.ord, 1 AS step, format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s;', t.nspname, t.relname, k.conname,
-                                  pg_get_constraintdef(k.oid)) AS stmt
+                                  pg_get_constraintdef(k.oid)) AS stmt,
+         k.contype IN ('p', 'u', 'x') AND k.conindid IS DISTINCT FROM t.keyidx AS late
     FROM t JOIN pg_constraint k ON k.conrelid = t.oid AND k.contype IN ('p', 'u', 'c', 'x')
   UNION ALL
-  SELECT t.ord, 2, pg_get_indexdef(i.indexrelid) || ';'
+  SELECT t.ord, 2, pg_get_indexdef(i.indexrelid) || ';', i.indisunique AND i.indexrelid IS DISTINCT FROM t.keyidx
     FROM t JOIN pg_index i ON i.indrelid = t.oid
    WHERE NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = t.oid)
   UNION ALL
   SELECT t.ord, 3, format('ALTER TABLE %I.%I REPLICA IDENTITY %s;', t.nspname, t.relname,
                           CASE t.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
                           ELSE format('USING INDEX %I', (SELECT ic.relname FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
-                                                         WHERE i.indrelid = t.oid AND i.indisreplident)) END)
+                                                         WHERE i.indrelid = t.oid AND i.indisreplident)) END), false
     FROM t WHERE t.relreplident IN ('f', 'n', 'i')
-) s ORDER BY ord, step;
+) s WHERE :'phase' = 'all' OR late = (:'phase' = 'late') ORDER BY ord, step;
+SQL
+
+# A chunked copy loads each chunk at its own point, and until the catch-up
+# has brought every table to one point a row can be in the target twice
+# under another unique value than its key (it moved between two chunks) or
+# once too few. So only each table's key (its replica identity index, else
+# its primary key: what the chunks are cut by and the catch-up finds rows
+# by) and the indexes that are not unique are built before the catch-up;
+# the other unique and exclusion constraints and unique indexes after it.
+# These, of the tables :'list' and their partitions, one a line as
+# pg_restore -l names them: "2606 OID" (a constraint), "1259 OID" (an
+# index), "ATTACH SCHEMA INDEX" (a partition's index attached to its parent's).
+read -r -d '' LATE_POST_SQL <<'SQL'
+WITH cfg AS (
+  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
+    FROM unnest(string_to_array(:'list', ',')) AS u(t)
+), rels AS (
+  SELECT rel FROM cfg WHERE rel IS NOT NULL
+  UNION
+  SELECT pt.relid FROM cfg CROSS JOIN LATERAL pg_partition_tree(cfg.rel) AS pt
+), keyidx AS (
+  SELECT c.oid AS rel,
+         coalesce((SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident AND c.relreplident = 'i'),
+                  (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)) AS idx
+    FROM rels r JOIN pg_class c ON c.oid = r.rel
+), late AS (
+  SELECT i.indexrelid AS idx, k.oid AS con
+    FROM keyidx x JOIN pg_index i ON i.indrelid = x.rel
+    LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = x.rel AND k.contype IN ('p', 'u', 'x')
+   WHERE i.indexrelid IS DISTINCT FROM x.idx AND (i.indisunique OR k.contype = 'x')
+)
+SELECT CASE WHEN l.con IS NOT NULL THEN '2606 ' || l.con ELSE '1259 ' || l.idx END FROM late l
+UNION ALL
+SELECT 'ATTACH ' || n.nspname || ' ' || c.relname
+  FROM late l JOIN pg_class c ON c.oid = l.idx JOIN pg_namespace n ON n.oid = c.relnamespace;
 SQL
 
 # A pg_dump that can read the source: its major must not be older than the
@@ -230,17 +270,37 @@ dump_definitions() {
 		-f "$STATE_DIR/$name.dump" "${dumpargs[@]}"
 	supervise "$BS_DEADLINE" "pg_dump:$SPAWN_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "dumping table definitions"
+	((CHUNKED)) || return 0
+	local IFS=,
+	src_at_snapshot "$LATE_POST_SQL" -v list="$*" >"$STATE_DIR/$name.late" ||
+		bootstrap_fail $EX_RUNTIME "cannot read the tables' unique constraints from the source: $(sql_error)"
 }
 
 # catalog_definitions WHICH FILE TABLE...: the pre- or post-data statements
-# (WHICH: pre or post) of TABLEs from the source catalog at the snapshot.
+# (WHICH: pre, post, or a chunked copy's post.early and post.late) of TABLEs
+# from the source catalog at the snapshot.
 catalog_definitions() {
-	local which=$1 file=$2 sqltext
+	local which=$1 file=$2 sqltext phase=all
 	shift 2
 	local IFS=,
 	[[ $which == pre ]] && sqltext=$CATALOG_PRE_SQL || sqltext=$CATALOG_POST_SQL
-	src_at_snapshot "$sqltext" -v missing="$*" >"$file" ||
+	[[ $which == post.* ]] && phase=${which#post.}
+	src_at_snapshot "$sqltext" -v missing="$*" -v phase="$phase" >"$file" ||
 		bootstrap_fail $EX_RUNTIME "cannot read table definitions from the source: $(sql_error)"
+}
+
+# catalog_post_definitions NAME TABLE...: $STATE_DIR/NAME.post.sql, or for a
+# chunked copy NAME.post.early.sql and NAME.post.late.sql.
+catalog_post_definitions() {
+	local name=$1 phase
+	shift
+	if ((CHUNKED)); then
+		for phase in early late; do
+			catalog_definitions "post.$phase" "$STATE_DIR/$name.post.$phase.sql" "$@"
+		done
+	else
+		catalog_definitions post "$STATE_DIR/$name.post.sql" "$@"
+	fi
 }
 
 # src_at_snapshot SQL [psql options...]: SQL's rows, read from the source at
@@ -329,10 +389,10 @@ create_target_tables() {
 			bootstrap_fail $EX_PREFLIGHT "partitioned tables are created with pg_dump, and no pg_dump can read this PostgreSQL $major source${PGSYNC_PG_DUMP:+ (PGSYNC_PG_DUMP=none)}: install pg_dump $major or later, or create the partitioned tables and their partitions in the target first"
 		fi
 		log_info "building the table definitions from the source catalog (no pg_dump of PostgreSQL $major or later${PGSYNC_PG_DUMP:+: PGSYNC_PG_DUMP=none})"
-		((${#DEF_PENDING[@]} == 0)) || catalog_definitions post "$STATE_DIR/schema.pending.post.sql" "${DEF_PENDING[@]}"
+		((${#DEF_PENDING[@]} == 0)) || catalog_post_definitions schema.pending "${DEF_PENDING[@]}"
 		((${#DEF_MISSING[@]})) || return 0
 		catalog_definitions pre "$STATE_DIR/schema.pre.sql" "${DEF_MISSING[@]}"
-		catalog_definitions post "$STATE_DIR/schema.post.sql" "${DEF_MISSING[@]}"
+		catalog_post_definitions schema "${DEF_MISSING[@]}"
 		mark_pending "${DEF_MISSING[@]}"
 		run_target_script "creating target tables" "$STATE_DIR/schema.pre.sql"
 	fi
@@ -374,37 +434,59 @@ COMMIT;
 SQL
 }
 
-# restore_post_data_of NAME WHAT TABLE...: keys, indexes and constraints
-# from $STATE_DIR/NAME.dump (or NAME.post.sql); then the TABLEs are no longer
-# pending. pg_restore builds them over max_parallel_copies connections, one
-# transaction each: a failure can leave some built, which the next bootstrap
-# drops before building them all again (the tables stay pending until then).
+# restore_post_data_of PHASE NAME WHAT TABLE...: keys, indexes and
+# constraints from $STATE_DIR/NAME.dump (or NAME.post.sql); then the TABLEs
+# are no longer pending. PHASE all, or for a chunked copy early (before the
+# catch-up) and late (after it; see LATE_POST_SQL). pg_restore builds them
+# over max_parallel_copies connections, one transaction each: a failure can
+# leave some built, which the next bootstrap drops before building them all
+# again (the tables stay pending until the last phase is done).
 restore_post_data_of() {
-	local name=$1 what=$2
-	shift 2
-	[[ $name != schema.pending ]] || clear_partial_post_data "$@"
+	local phase=$1 name=$2 what=$3
+	shift 3
+	[[ $name != schema.pending || $phase == late ]] || clear_partial_post_data "$@"
 	if [[ $SCHEMA_TOOL == pg_dump ]]; then
 		"$PG_RESTORE" -l "$STATE_DIR/$name.dump" >"$STATE_DIR/$name.list" 2>"$WORK/psql.err" ||
 			bootstrap_fail $EX_RUNTIME "cannot list $STATE_DIR/$name.dump: $(sql_error)"
+		# Entries are "ID; CLASSOID OID TYPE ...", an attach "ID; 0 0 INDEX ATTACH SCHEMA NAME ...".
 		grep -Ev "$POSTDATA_SKIP" "$STATE_DIR/$name.list" >"$STATE_DIR/$name.postdata.list" || true
+		if [[ $phase != all ]]; then
+			awk -v phase="$phase" -v lf="$STATE_DIR/$name.late" 'FILENAME == lf { late[$0] = 1; next }
+				{ k = ($4 == "INDEX" && $5 == "ATTACH") ? "ATTACH " $6 " " $7 : $2 " " $3 }
+				(phase == "late") == (k in late)' "$STATE_DIR/$name.late" "$STATE_DIR/$name.postdata.list" \
+				>"$STATE_DIR/$name.postdata.$phase.list"
+			mv -f "$STATE_DIR/$name.postdata.$phase.list" "$STATE_DIR/$name.postdata.list"
+		fi
 		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=post-data --no-owner --no-privileges \
 			--jobs "${CFG[resources.max_parallel_copies]}" --exit-on-error \
 			-L "$STATE_DIR/$name.postdata.list" "$STATE_DIR/$name.dump"
 		supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
 		[[ $SUP_RESULT == ok ]] || step_failed "$what"
-	else
+	elif [[ $phase == all ]]; then
 		run_target_script "$what" "$STATE_DIR/$name.post.sql"
+	else
+		run_target_script "$what" "$STATE_DIR/$name.post.$phase.sql"
 	fi
-	unmark_pending "$@"
+	[[ $phase == early ]] || unmark_pending "$@"
 }
 
+# restore_post_data [PHASE]: all (the default), early or late.
 restore_post_data() {
+	local phase=${1:-all} what="indexes and constraints"
 	((${#DEF_MISSING[@]} + ${#DEF_PENDING[@]})) || return 0
-	BS_PHASE="creating indexes and constraints"
+	case $phase in
+	early) what="keys and indexes" ;;
+	late) what="unique and exclusion constraints" ;;
+	esac
+	BS_PHASE="creating $what"
 	((${#DEF_MISSING[@]} == 0)) ||
-		restore_post_data_of schema "creating indexes and constraints" "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
+		restore_post_data_of "$phase" schema "creating $what" "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
 	((${#DEF_PENDING[@]} == 0)) ||
-		restore_post_data_of schema.pending "creating the indexes and constraints an earlier bootstrap left out" \
+		restore_post_data_of "$phase" schema.pending "creating the $what an earlier bootstrap left out" \
 			"${DEF_PENDING[@]}" "${PARTS_PENDING[@]}"
-	log_info "created primary keys, indexes and constraints (triggers, rules, policies and foreign keys are not copied)"
+	case $phase in
+	all) log_info "created primary keys, indexes and constraints (triggers, rules, policies and foreign keys are not copied)" ;;
+	early) log_info "created the tables' keys and the indexes that are not unique" ;;
+	late) log_info "created the other unique and exclusion constraints (triggers, rules, policies and foreign keys are not copied)" ;;
+	esac
 }

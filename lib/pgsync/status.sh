@@ -88,7 +88,9 @@ WITH j AS (
         WHEN d.healed THEN 'pgsync run'
         WHEN d.resync_required THEN 'pgsync cleanup --yes && pgsync bootstrap --restart-snapshot'
         WHEN d.jstate = 'INITIALIZING' AND NOT d.is_live THEN 'pgsync bootstrap'
-        WHEN d.jstate = 'SNAPSHOTTING' AND d.jerror IS NOT NULL THEN 'pgsync bootstrap --restart-snapshot'
+        -- a chunked copy continues where it stopped
+        WHEN d.jstate = 'SNAPSHOTTING' AND d.jerror IS NOT NULL AND :'mode' = 'chunked' AND NOT d.is_live THEN 'pgsync bootstrap'
+        WHEN d.jstate = 'SNAPSHOTTING' AND d.jerror IS NOT NULL AND :'mode' <> 'chunked' THEN 'pgsync bootstrap --restart-snapshot'
         WHEN d.jstate = 'SNAPSHOTTING' AND NOT d.is_live THEN 'pgsync bootstrap'
         WHEN d.jstate IN ('CATCHING_UP', 'STREAMING') AND NOT d.is_live THEN 'pgsync run'
         WHEN d.jstate = 'PAUSED' THEN 'raise safety.wal_retention_alarm_bytes or set safety.wal_retention_action = warn, then pgsync run'
@@ -112,7 +114,7 @@ WITH j AS (
     'snapshot', jsonb_build_object(
       'consistent_lsn', d.consistent_lsn, 'done_at', d.snapshot_done_at,
       'tables_total', d.total, 'tables_done', d.done, 'rows', d.rows, 'bytes', d.bytes,
-      'tables', d.tables),
+      'tables', d.tables, 'mode', :'mode', 'chunks', (:'chunks')::jsonb),
     'slot', jsonb_build_object(
       'name', d.jslot, 'owned', d.slot_owned, 'exists', CASE WHEN d.src_reachable THEN d.slot_exists END,
       'active', nullif(:'slot_active', '')::boolean, 'active_pid', nullif(:'slot_active_pid', '')::int,
@@ -168,6 +170,11 @@ SELECT CASE :'format'
         v #>> '{snapshot,tables_total}', v #>> '{snapshot,rows}', v #>> '{snapshot,bytes}',
         coalesce(v #>> '{snapshot,consistent_lsn}', '-'),
         coalesce(', done ' || (v #>> '{snapshot,done_at}'), '')),
+    CASE WHEN jsonb_typeof(v #> '{snapshot,chunks}') = 'object' THEN
+      'chunks:          ' || format('%s done, %s rows, %s bytes, last at %s%s', v #>> '{snapshot,chunks,done}',
+        v #>> '{snapshot,chunks,rows}', v #>> '{snapshot,chunks,bytes}', coalesce(v #>> '{snapshot,chunks,last_lsn}', '-'),
+        coalesce(format('; about %s s left at %s rows/s', v #>> '{snapshot,chunks,eta_seconds}',
+                        v #>> '{snapshot,chunks,rows_per_sec}'), '')) END,
     'slot:            ' || (v #>> '{slot,name}') ||
         CASE WHEN NOT (v #>> '{source,reachable}')::boolean THEN ' (source unreachable: ' || coalesce(v #>> '{source,error}', 'not configured') || ')'
              WHEN NOT (v #>> '{slot,exists}')::boolean THEN ' (missing)'
@@ -195,6 +202,8 @@ SELECT CASE :'format'
       ('pgsync_snapshot_tables_done', 'Tables copied completely.', 'gauge', (v #>> '{snapshot,tables_done}')::numeric),
       ('pgsync_snapshot_rows', 'Rows copied by the snapshot so far.', 'gauge', (v #>> '{snapshot,rows}')::numeric),
       ('pgsync_snapshot_bytes', 'Bytes copied by the snapshot so far.', 'gauge', (v #>> '{snapshot,bytes}')::numeric),
+      ('pgsync_snapshot_chunks_done', 'Chunks of a chunked copy on the target.', 'gauge', (v #>> '{snapshot,chunks,done}')::numeric),
+      ('pgsync_snapshot_eta_seconds', 'Estimated seconds until a chunked copy has copied every table.', 'gauge', (v #>> '{snapshot,chunks,eta_seconds}')::numeric),
       ('pgsync_source_up', 'Whether the source answered this status query.', 'gauge', ((v #>> '{source,reachable}')::boolean)::int::numeric),
       ('pgsync_slot_exists', 'Whether the replication slot exists on the source.', 'gauge', ((v #>> '{slot,exists}')::boolean)::int::numeric),
       ('pgsync_slot_active', 'Whether a consumer is connected to the slot.', 'gauge', ((v #>> '{slot,active}')::boolean)::int::numeric),
@@ -222,6 +231,32 @@ END
 FROM doc;
 SQL
 
+# The chunks of a chunked copy as one JSON object, or null: done, rows,
+# bytes, last_lsn (the largest consistent point), rows_per_sec (over the
+# chunks of the last five minutes) and eta_seconds (the rows the planner
+# estimated and the chunks do not have yet, at that rate; null unless chunks
+# are being copied now).
+read -r -d '' STATUS_CHUNKS_SQL <<'SQL'
+WITH c AS (
+  SELECT count(*) AS done, coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes, max(lsn)::text AS last_lsn,
+         max(copied_at) AS last_at
+    FROM pgsync.table_chunk WHERE job = :'job'
+), w AS (
+  SELECT sum(rows) AS rows, extract(epoch FROM max(copied_at) - min(copied_at)) AS span
+    FROM pgsync.table_chunk WHERE job = :'job' AND copied_at > now() - interval '5 minutes'
+), e AS (
+  SELECT sum(rows_estimate) AS estimate FROM pgsync.table_sync WHERE job = :'job'
+), r AS (
+  SELECT CASE WHEN w.span > 0 THEN round(w.rows / w.span) END AS rate FROM w
+)
+SELECT CASE WHEN c.done = 0 AND :'mode' <> 'chunked' THEN 'null' ELSE jsonb_build_object(
+  'done', c.done, 'rows', c.rows, 'bytes', c.bytes, 'last_lsn', c.last_lsn, 'rows_per_sec', r.rate,
+  'eta_seconds', CASE WHEN r.rate > 0 AND e.estimate IS NOT NULL AND j.state = 'SNAPSHOTTING'
+                      AND c.last_at > now() - interval '1 minute'
+                      THEN round(greatest(e.estimate - c.rows, 0) / r.rate) END)::text END
+  FROM c, r, e, pgsync.job j WHERE j.job = :'job'
+SQL
+
 cmd_status() {
 	setup_connections no
 	catalog_exists || die $EX_PREFLIGHT "the target ($TGT_DISPLAY) has no pgsync schema: job $JOB was never bootstrapped (pgsync bootstrap)"
@@ -246,12 +281,17 @@ cmd_status() {
 		fenced=$(sql tgt <<<"SELECT string_agg(role_name, ',' ORDER BY role_name) FROM pgsync.fence WHERE job = :'job'") ||
 			die $EX_RUNTIME "cannot read the job's fence from the target: $(sql_error)"
 	fi
+	local chunks=null mode=${CFG[resources.snapshot_mode]:-single}
+	if catalog_exists table_chunk; then
+		chunks=$(sql tgt -v mode="$mode" <<<"$STATUS_CHUNKS_SQL") ||
+			die $EX_RUNTIME "cannot read the chunks of job $JOB from the target: $(sql_error)"
+	fi
 	local format=text
 	((STATUS_JSON)) && format=json
 	((PROMETHEUS)) && format=prom
 	local wrong=f
 	[[ $JOB_STATE == RESYNC_REQUIRED ]] && wrong_server_cause "$JOB_LAST_ERROR" && wrong=t
-	sql tgt -v format="$format" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" -v fenced_roles="$fenced" \
+	sql tgt -v format="$format" -v mode="$mode" -v chunks="${chunks:-null}" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" -v fenced_roles="$fenced" \
 		-v src_reachable="$reachable" -v src_error="$src_error" -v src_sysid="$sysid" \
 		-v src_current="${SLOT_CURRENT:-}" -v src_display="$SRC_DISPLAY" -v slot_exists="$SLOT_EXISTS" \
 		-v slot_active="${SLOT_ACTIVE:-}" -v slot_active_pid="${SLOT_ACTIVE_PID:-}" \
