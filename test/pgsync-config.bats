@@ -62,6 +62,22 @@ conf() {
 	[[ $output == *"resources.max_message_bytes = 33554432  # derived"* ]]
 }
 
+@test "a chunked copy's frames in the budget are its chunks: chunk_bytes, not buffer_size_kb" {
+	conf "resources.snapshot_mode = chunked" "resources.chunk_bytes = 64MB" "resources.buffer_size_kb = 8"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: test.conf:7: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x chunk_bytes + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 576 MiB" ]
+	conf "resources.snapshot_mode = single" "resources.chunk_bytes = 64MB"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 0 ]
+	conf "resources.snapshot_mode = chunks" "resources.chunk_rows = 0" "resources.chunk_group_seconds = 1min"
+	run pgsync-config -c test.conf
+	[ "$status" -eq 2 ]
+	[[ $output == *'test.conf:5: invalid resources.snapshot_mode "chunks": expected chunked|single'* ]]
+	[[ $output == *'test.conf:6: invalid resources.chunk_rows "0": expected an integer from 1 to 1000000000'* ]]
+	[[ $output == *'test.conf:7: invalid resources.chunk_group_seconds "1min": expected an integer from 1 to 86400'* ]]
+}
+
 @test "an explicit max_message_bytes is counted six times in the budget" {
 	conf "resources.max_message_bytes = 100MB"
 	run pgsync-config -c test.conf
@@ -216,7 +232,7 @@ EOF
 	run bash -c "pgsync-config -c base.conf -0 | tr '\\0' '\\n'"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "config.file=$BATS_TEST_TMPDIR/base.conf" ]
-	[ "${#lines[@]}" -eq 23 ]
+	[ "${#lines[@]}" -eq 27 ]
 	[[ $output == *$'\n'"safety.max_retries=5"$'\n'* ]]
 }
 
@@ -343,7 +359,7 @@ EOF
 	[ "$status" -eq 0 ]
 	[[ $output == *"replication.tables = public.orders,public.order_lines,billing.invoices"* ]]
 	sed -E 's/^#([a-z_]+\.[a-z_]+ = )/\1/' "$PGSYNC_ROOT/doc/pgsync.conf.example" >all.conf
-	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 22 ]
+	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 26 ]
 	run pgsync-config -c all.conf
 	[ "$status" -eq 0 ]
 	[[ $output != *"# default"* ]]

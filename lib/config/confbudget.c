@@ -27,14 +27,18 @@ conf_budget(void)
 	uint64_t fixed, total;
 	int blame = 0;
 
+	/* The copy's frames: a chunked copy's are its chunks. */
+	bool chunked = strcmp(conf_key("resources.snapshot_mode")->text, "chunked") == 0;
+	const char *frame = chunked ? "chunk_bytes" : "buffer_size_kb";
+	uint64_t frame_bytes = chunked ? conf_num("resources.chunk_bytes") : conf_num("resources.buffer_size_kb") * 1024;
+
 	/* A batch's updates held to be merged, and the stream read since the
 	 * last target commit, kept to apply it again (at most two batches).
 	 * Not resources.max_inflight_bytes: what is in flight between the
 	 * programs is a pipe and what pg-apply read ahead into its input
 	 * buffer, the buffer of one line that MESSAGE_COPIES counts. */
 	fixed = 3 * conf_num("resources.max_batch_bytes") +
-		conf_num("resources.max_parallel_copies") * 2 * conf_num("resources.buffer_size_kb") * 1024 +
-		BASELINE_BYTES;
+		conf_num("resources.max_parallel_copies") * 2 * frame_bytes + BASELINE_BYTES;
 	total = budget->num * MIB;
 	/* The line to blame: the budget when it is set, else the last setting
 	 * that made the sum grow past the default budget. */
@@ -51,8 +55,8 @@ conf_budget(void)
 
 		if (room < MESSAGE_FLOOR)
 		{
-			conf_error(blame, "resources.memory_budget_mb = %llu does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
-					  (unsigned long long) budget->num, MESSAGE_COPIES,
+			conf_error(blame, "resources.memory_budget_mb = %llu does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x %s + %d x 1 MiB (smallest derived max_message_bytes) + 10 MiB = %llu MiB",
+					  (unsigned long long) budget->num, frame, MESSAGE_COPIES,
 					  (unsigned long long) ((fixed + MESSAGE_COPIES * MESSAGE_FLOOR + MIB - 1) / MIB));
 			return;
 		}
@@ -62,7 +66,7 @@ conf_budget(void)
 	}
 	if (fixed + MESSAGE_COPIES * msg->num > total)
 		conf_error(blame ? blame : msg->line,
-				  "resources.memory_budget_mb = %llu does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + %d x max_message_bytes + 10 MiB = %llu MiB",
-				  (unsigned long long) budget->num, MESSAGE_COPIES,
+				  "resources.memory_budget_mb = %llu does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x %s + %d x max_message_bytes + 10 MiB = %llu MiB",
+				  (unsigned long long) budget->num, frame, MESSAGE_COPIES,
 				  (unsigned long long) ((fixed + MESSAGE_COPIES * msg->num + MIB - 1) / MIB));
 }
