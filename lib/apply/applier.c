@@ -31,6 +31,11 @@
 #define HOT_SLOTS 1024
 #define HOT_ROW_LIMIT 64
 
+/* A value of a buffered row: where it is in the run's text. */
+struct run_val {
+	uint32_t off, len;
+};
+
 struct applier {
 	PGconn *meta;
 	struct relcache *rc;
@@ -46,6 +51,13 @@ struct applier {
 	lsn_t run_commit;
 	size_t run_rows;
 	struct buf run_buf;			/* rows not yet sent, COPY text, LF-terminated */
+	/*
+	 * Until the run turns into COPY, where the stream reader found each
+	 * value of its rows in run_buf: a run that ends short goes out as
+	 * single-row statements from these, without splitting its rows again.
+	 */
+	struct buf run_vals;		/* struct run_val, rel->ncols per row */
+	struct field *fields;		/* one row's, for its statement */
 
 	/* Reused for every row: nothing is allocated per row once warm. */
 	struct buf sig, sql;
@@ -167,20 +179,20 @@ static bool
 run_as_statements(struct applier *a, struct apply_err *err)
 {
 	struct rc_rel *rel = a->run_rel;
-	struct field *f = xmalloc(sizeof(*f) * ((size_t) rel->ncols + 1));
-	const char *p = a->run_buf.data, *end = p + a->run_buf.len;
+	const struct run_val *v = (const struct run_val *) a->run_vals.data;
 	bool ok = true;
 
-	while (ok && p < end)
+	for (size_t r = 0; ok && r < a->run_rows; r++)
 	{
-		const char *nl = memchr(p, '\n', (size_t) (end - p));
-
-		rec_split(p, (size_t) (nl - p), f, (size_t) rel->ncols);
-		ok = rowstmt_insert(a->pl, &a->sig, rel, f, a->run_xid, a->run_commit, err);
-		p = nl + 1;
+		for (int i = 0; i < rel->ncols; i++, v++)
+		{
+			a->fields[i].p = a->run_buf.data + v->off;
+			a->fields[i].n = v->len;
+		}
+		ok = rowstmt_insert(a->pl, &a->sig, rel, a->fields, a->run_xid, a->run_commit, err);
 	}
-	free(f);
 	buf_reset(&a->run_buf);
+	buf_reset(&a->run_vals);
 	return ok;
 }
 
@@ -207,13 +219,26 @@ send_held(struct applier *a, struct apply_err *err)
 static bool
 run_add(struct applier *a, const struct sr_record *rec, struct apply_err *err)
 {
+	size_t start = a->run_buf.len;
+
 	buf_append(&a->run_buf, rec->copy_row, rec->copy_len);
 	buf_putc(&a->run_buf, '\n');
 	a->run_rows++;
 	if (pipeline_in_copy(a->pl))
 		return a->run_buf.len < COPY_CHUNK || copy_put(a, err);
 	if (a->run_rows >= (size_t) a->copy_threshold || a->run_buf.len >= RUN_BYTES_MAX)
+	{
+		buf_reset(&a->run_vals);
 		return copy_start(a, err) && copy_put(a, err);
+	}
+	/* The values lie in the line as in copy_row: the same offsets. */
+	for (int i = 0; i < a->run_rel->ncols; i++)
+	{
+		struct run_val v = {(uint32_t) (start + (size_t) (rec->newv[i].p - rec->copy_row)),
+							(uint32_t) rec->newv[i].n};
+
+		buf_append(&a->run_vals, &v, sizeof(v));
+	}
 	return true;
 }
 
@@ -283,6 +308,7 @@ insert(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint6
 		a->run_commit = commit_lsn;
 		a->run_rows = 0;
 		buf_reset(&a->run_buf);
+		buf_reset(&a->run_vals);
 		return run_add(a, rec, err);
 	}
 	return rowstmt_insert(a->pl, &a->sig, rel, rec->newv, xid, commit_lsn, err);
@@ -347,6 +373,7 @@ applier_rollback(struct applier *a, struct apply_err *err)
 	a->run_rel = NULL;
 	a->run_rows = 0;
 	buf_reset(&a->run_buf);
+	buf_reset(&a->run_vals);
 	if (!pipeline_rollback(a->pl, err))
 		return false;
 	hot_reset(a);
@@ -409,6 +436,7 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	a->copy_threshold = opts->copy_threshold;
 	a->merge = opts->merge_updates;
 	a->held = held_new(a->pl, opts->held_bytes, *replica_role);
+	a->fields = xmalloc(sizeof(*a->fields) * SR_MAX_COLS);
 	return a;
 }
 
@@ -426,6 +454,8 @@ applier_free(struct applier *a)
 	held_free(a->held);
 	pipeline_free(a->pl);
 	buf_free(&a->run_buf);
+	buf_free(&a->run_vals);
+	free(a->fields);
 	buf_free(&a->sig);
 	buf_free(&a->sql);
 	free(a);
