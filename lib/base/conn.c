@@ -205,7 +205,13 @@ conn_command(PGconn *conn, const char *sql, int nparams,
 	return ok;
 }
 
-bool
+/*
+ * The shape rule of conn_query and conn_query_one: true when rows and
+ * fields match (want_* < 0: any); otherwise false with err set to
+ * "unexpected result: got R rows and F fields, expected ...", the wording of
+ * PostgreSQL's own tools.
+ */
+static bool
 conn_check_shape(int rows, int fields, int want_rows, int want_fields, struct pgerr *err)
 {
 	if ((want_rows < 0 || rows == want_rows) && (want_fields < 0 || fields == want_fields))

@@ -63,13 +63,6 @@ PGresult *conn_query(PGconn *conn, const char *sql, int nparams,
 PGresult *conn_query_one(PGconn *conn, const char *sql, int nparams,
 						 const char *const *params, int ncols, struct pgerr *err);
 
-/*
- * The shape rule of both: true when rows and fields match (want_* < 0:
- * any); otherwise false with err set to "unexpected result: got R rows and
- * F fields, expected ...", the wording of PostgreSQL's own tools.
- */
-bool conn_check_shape(int rows, int fields, int want_rows, int want_fields, struct pgerr *err);
-
 /* IDENTIFY_SYSTEM on a replication connection. */
 struct sysident {
 	char sysid[24];

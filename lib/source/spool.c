@@ -398,19 +398,3 @@ spool_replay_close(struct spool *s)
 		buf_free(&s->rbuf);
 	s->rpos = 0;
 }
-
-size_t
-spool_count(const struct spool *s)
-{
-	return s->ntxns;
-}
-
-uint64_t
-spool_bytes(const struct spool *s)
-{
-	uint64_t total = 0;
-
-	for (size_t i = 0; i < s->ntxns; i++)
-		total += s->txns[i].size;
-	return total;
-}

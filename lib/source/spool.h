@@ -53,8 +53,4 @@ void spool_replay_close(struct spool *s);
 /* Forget every transaction (after a reconnect the server sends them again). */
 void spool_reset(struct spool *s);
 
-/* Transactions held and bytes on disk, for logs. */
-size_t spool_count(const struct spool *s);
-uint64_t spool_bytes(const struct spool *s);
-
 #endif

@@ -54,7 +54,8 @@ out:
 	return rc;
 }
 
-bool
+/* Parse one line (with or without its LF). */
+static bool
 srcstatus_parse(const char *line, size_t len, struct src_status *st)
 {
 	const char *tab = memchr(line, '\t', len);

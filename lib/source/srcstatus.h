@@ -37,7 +37,4 @@ int srcstatus_write(const char *path, const struct src_status *st, char *err, si
  * anything else (the caller reports the state as unknown). */
 bool srcstatus_read(const char *path, struct src_status *st);
 
-/* Parse one line (with or without its LF). */
-bool srcstatus_parse(const char *line, size_t len, struct src_status *st);
-
 #endif

@@ -2,11 +2,30 @@
  * in order, subtransaction aborts cut the file where PostgreSQL's apply
  * worker would, and messages bigger than the I/O buffer. */
 #include "unit.h"
-#include "spool.h"
+/* The module itself: the test looks at what it holds. */
+#include "spool.c"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Transactions held. */
+static size_t
+spool_count(const struct spool *s)
+{
+	return s->ntxns;
+}
+
+/* Bytes on disk. */
+static uint64_t
+spool_bytes(const struct spool *s)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < s->ntxns; i++)
+		total += s->txns[i].size;
+	return total;
+}
 
 static char err[256];
 
