@@ -112,9 +112,9 @@ parse_args(int argc, char **argv, struct opts *o)
 static void
 fatal_pgerr(int rc, const char *what, const struct pgerr *err)
 {
-	if (err->sqlstate[0])
-		log_fatal(rc, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	log_fatal(rc, "%s: %s", what, err->msg);
+	char text[PGERR_TEXT_MAX];
+
+	log_fatal(rc, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 }
 
 /* The position to confirm, and what the checkpoint file says it belongs to. */

@@ -699,9 +699,12 @@ main(int argc, char **argv)
 		(A.meta = applysession_connect(A.conninfo, &err)) == NULL)
 		log_fatal(err.code, "%s", err.msg);
 	if (!catalog_ensure(A.meta, &pe))
-		log_fatal(strcmp(pe.sqlstate, "42501") == 0 ? EXIT_PREFLIGHT : EXIT_RUNTIME,
-				  "cannot create the pgsync schema on the target: %s%s%s%s", pe.msg,
-				  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+	{
+		char text[PGERR_TEXT_MAX];
+
+		log_fatal(pgerr_exit_code_setup(pe.sqlstate), "cannot create the pgsync schema on the target: %s",
+				  pgerr_text(&pe, NULL, text, sizeof(text)));
+	}
 	if (!applysession_meta(A.meta, &err))
 		log_fatal(EXIT_RUNTIME, "%s", err.msg);
 	A.sr = sr_new();

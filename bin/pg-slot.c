@@ -163,9 +163,9 @@ connect_source(const struct opts *o, bool replication)
 static void
 fatal_pgerr(int rc, const char *what, const struct pgerr *err)
 {
-	if (err->sqlstate[0])
-		log_fatal(rc, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	log_fatal(rc, "%s: %s", what, err->msg);
+	char text[PGERR_TEXT_MAX];
+
+	log_fatal(rc, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 }
 
 static void

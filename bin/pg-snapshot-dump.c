@@ -260,9 +260,9 @@ parse_args(int argc, char **argv, struct opts *o)
 static void
 pg_fatal(int code, const char *what, const struct pgerr *err)
 {
-	if (err->sqlstate[0])
-		log_fatal(code, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	log_fatal(code, "%s: %s", what, err->msg);
+	char text[PGERR_TEXT_MAX];
+
+	log_fatal(code, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 }
 
 /*
@@ -341,12 +341,10 @@ open_snapshot(struct opts *o, char **snapshot_name)
 		PQfreemem(lit);
 		if (!conn_command(conn, buf_cstr(&sql), 0, NULL, &err))
 		{
-			char what[400];
+			char text[PGERR_TEXT_MAX];
 
-			snprintf(what, sizeof(what), "cannot import snapshot \"%s\"", o->snapshot);
-			log_fatal(EXIT_RUNTIME, "%s: %s%s%s%s: the session that exported it (pg-slot create --export-snapshot) must stay open until the copy has started",
-					  what, err.msg, err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate,
-					  err.sqlstate[0] ? ")" : "");
+			log_fatal(EXIT_RUNTIME, "cannot import snapshot \"%s\": %s: the session that exported it (pg-slot create --export-snapshot) must stay open until the copy has started",
+					  o->snapshot, pgerr_text(&err, NULL, text, sizeof(text)));
 		}
 		buf_free(&sql);
 		*snapshot_name = xstrdup(o->snapshot);

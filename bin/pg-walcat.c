@@ -301,10 +301,9 @@ send_status(struct walcat *w, PGconn *repl, bool reply, struct ending *end)
 static int
 fail_err(const char *what, const struct pgerr *err, int code)
 {
-	if (err->sqlstate[0])
-		log_error("%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	else
-		log_error("%s: %s", what, err->msg);
+	char text[PGERR_TEXT_MAX];
+
+	log_error("%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 	return code;
 }
 
@@ -446,6 +445,7 @@ static void
 connection_ended(PGconn *repl, int n, struct ending *end)
 {
 	struct pgerr err;
+	char text[PGERR_TEXT_MAX];
 	PGresult *res = n == -1 ? PQgetResult(repl) : NULL;
 
 	if (res && PQresultStatus(res) == PGRES_COMMAND_OK)
@@ -456,8 +456,7 @@ connection_ended(PGconn *repl, int n, struct ending *end)
 	end->code = repl_error_exit(&err);
 	end->retry = end->code == EXIT_RUNTIME && (err.retryable || PQstatus(repl) == CONNECTION_BAD);
 	if (end->retry)
-		log_warn("connection to the source lost: %s%s%s%s", err.msg,
-				 err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");
+		log_warn("connection to the source lost: %s", pgerr_text(&err, NULL, text, sizeof(text)));
 	else
 		fail_err("streaming from the source failed", &err, end->code);
 }
@@ -490,8 +489,10 @@ idle_work(struct walcat *w, PGconn *repl, uint64_t now, uint64_t last_data,
 			log_debug("idle for %llus: heartbeat written", (unsigned long long) ((now - last_data) / 1000));
 		else if (strcmp(err.sqlstate, "42501") == 0)
 		{
-			log_warn("cannot write heartbeats: %s (SQLSTATE 42501): an idle slot will not advance",
-					 err.msg);
+			char text[PGERR_TEXT_MAX];
+
+			log_warn("cannot write heartbeats: %s: an idle slot will not advance",
+					 pgerr_text(&err, NULL, text, sizeof(text)));
 			*heartbeats = false;
 		}
 		else

@@ -893,6 +893,47 @@ EOF
 	[ "$(q "SELECT count(*) FROM fit")" = 0 ]
 }
 
+@test "a lock the target cannot get (SQLSTATE 55P03) exits 1 from a change and from a snapshot frame alike" {
+	# The table's check takes a lock under its own lock_timeout while another
+	# session holds a conflicting lock on the table (inserts still get theirs):
+	# the target refuses the row with lock_not_available on either path.
+	q "CREATE TABLE lkt (id int PRIMARY KEY, v text)"
+	q "CREATE FUNCTION public.lkt_gate() RETURNS boolean LANGUAGE plpgsql SET lock_timeout = '50ms'
+		AS \$\$ BEGIN LOCK TABLE public.lkt IN SHARE MODE; RETURN true; END \$\$"
+	q "ALTER TABLE lkt ADD CHECK (public.lkt_gate())"
+	local locker change_status change_err
+	psql_at tgt -c "BEGIN; LOCK TABLE lkt IN SHARE UPDATE EXCLUSIVE MODE; SELECT pg_sleep(120); COMMIT" >/dev/null 2>&1 3>&- &
+	locker=$!
+	echo "$locker" >>"$BATS_TEST_TMPDIR/pids"
+	wait_until 30 q_is "SELECT count(*) FROM pg_locks WHERE relation = 'lkt'::regclass AND mode = 'ShareUpdateExclusiveLock' AND granted" 1
+	run --separate-stderr pgapply <<EOF
+PGCS→1→44→1→lkc_slot→0/100
+RELATION→public→lkt→1→d→2→id→23→-1→k→v→25→-1→-
+BEGIN→1→0/200→$T0
+INSERT→public→lkt→1→a
+COMMIT→1→0/200→0/210→$T0
+EOF
+	change_status=$status change_err=$stderr
+	run --separate-stderr pgapply <<EOF
+PGCS→1→44→1→lks_slot→0/1A00000→producer=pg-snapshot-dump/0.1.0
+SNAPSHOT→0/1A00000→00000003-00000002-1→1
+COPY→public→lkt→2→id→v
+ROW→1→a
+ENDCOPY→1
+TABLEDONE→public→lkt→1→4
+SNAPSHOTDONE→0/1A00000
+EOF
+	q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(120)%' AND pid <> pg_backend_pid()" >/dev/null
+	wait "$locker" || true
+	[ "$change_status" -eq 1 ]
+	[[ $change_err == *"error: cannot apply insert to public.lkt: canceling statement due to lock timeout (SQLSTATE 55P03)"* ]]
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"error: -:4: cannot load public.lkt: canceling statement due to lock timeout (SQLSTATE 55P03)"* ]]
+	[ "$(q "SELECT count(*) FROM lkt")" = 0 ]
+	[ -z "$(applied_lsn lkc_slot)" ]
+	[ -z "$(applied_lsn lks_slot)" ]
+}
+
 @test "an update or delete that finds no row exits 5 naming key columns and source transaction" {
 	q "CREATE TABLE nr (a int, b int, v text, PRIMARY KEY (a, b))"
 	q "INSERT INTO nr VALUES (1, 1, 'x')"

@@ -384,11 +384,12 @@ static bool
 setup_cmd(PGconn *conn, const char *sql, struct apply_err *err)
 {
 	struct pgerr pe;
+	char text[PGERR_TEXT_MAX];
 
 	if (conn_command(conn, sql, 0, NULL, &pe))
 		return true;
-	apply_err_set(err, pe.retryable ? EXIT_RUNTIME : EXIT_PREFLIGHT, "cannot set up the apply session: %s%s%s%s",
-				  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+	apply_err_set(err, pe.retryable ? EXIT_RUNTIME : EXIT_PREFLIGHT, "cannot set up the apply session: %s",
+				  pgerr_text(&pe, NULL, text, sizeof(text)));
 	return false;
 }
 

@@ -2,7 +2,6 @@
 #include "common.h"
 #include "conn.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,86 +24,8 @@ applyerr_conn_msg(PGconn *conn)
 {
 	static char msg[512];
 
-	snprintf(msg, sizeof(msg), "%s", conn ? PQerrorMessage(conn) : "no connection");
-	for (char *p = msg; *p; p++)
-		if (*p == '\n' || *p == '\t' || *p == '\r')
-			*p = ' ';
-	for (size_t n = strlen(msg); n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '.'); n--)
-		msg[n - 1] = '\0';
+	pgerr_one_line(msg, sizeof(msg), conn ? PQerrorMessage(conn) : "no connection");
 	return msg[0] ? msg : "connection closed";
-}
-
-int
-applyerr_exit_code(const char *s)
-{
-	if (s == NULL || s[0] == '\0')
-		return EXIT_RUNTIME;
-	if (strcmp(s, "42501") == 0)
-		return EXIT_PREFLIGHT;	/* permission: a prerequisite on the target */
-	if (strncmp(s, "22", 2) == 0 || strncmp(s, "23", 2) == 0 || strncmp(s, "42", 2) == 0)
-		return EXIT_UNSUPPORTED;
-	return EXIT_RUNTIME;
-}
-
-static bool
-ends_with(const char *s, size_t n, const char *suffix)
-{
-	size_t k = strlen(suffix);
-
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
-void
-applyerr_redact(const char *sqlstate, const char *msg, char *out, size_t outlen)
-{
-	size_t o = 0;
-	bool values = sqlstate != NULL && strncmp(sqlstate, "22", 2) == 0 &&
-		strcmp(sqlstate, "22P04") != 0;
-
-	for (const char *p = msg; *p && o + 5 < outlen; p++)
-	{
-		if (values && *p == '"')
-		{
-			const char *end = strchr(p + 1, '"');
-
-			if (end == NULL)
-				end = p + strlen(p) - 1;
-			if (ends_with(msg, (size_t) (p - msg), "encoding ") && (size_t) (end - p) + o + 6 < outlen)
-			{
-				/* An encoding's name, not a value. */
-				memcpy(out + o, p, (size_t) (end - p) + 1);
-				o += (size_t) (end - p) + 1;
-			}
-			else
-			{
-				memcpy(out + o, "\"...\"", 5);
-				o += 5;
-			}
-			if (*end == '\0')
-				break;
-			p = end;
-		}
-		else if (values && p[0] == '0' && p[1] == 'x' && isxdigit((unsigned char) p[2]) &&
-				 (p == msg || p[-1] == ' '))
-		{
-			/* A run of bytes "0xe2 0x82 0xac" becomes one "...". */
-			while (p[0] == '0' && p[1] == 'x' && isxdigit((unsigned char) p[2]))
-			{
-				p += 2;
-				while (isxdigit((unsigned char) p[1]))
-					p++;
-				if (p[1] == ' ' && p[2] == '0' && p[3] == 'x')
-					p += 2;
-				else
-					break;
-			}
-			memcpy(out + o, "...", 3);
-			o += 3;
-		}
-		else
-			out[o++] = (*p == '\n' || *p == '\t' || *p == '\r') ? ' ' : *p;
-	}
-	out[o] = '\0';
 }
 
 /* The column of a COPY error, from its context line
@@ -175,7 +96,8 @@ applyerr_result(const struct pending *p, const PGresult *res, PGconn *conn,
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *colname = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
-	char what[400], msg[700], col[200] = "", name[128];
+	char what[400], text[PGERR_TEXT_MAX], name[128];
+	struct pgerr pe;
 
 	if (res != NULL && PQresultStatus(res) == PGRES_PIPELINE_ABORTED)
 	{
@@ -208,17 +130,17 @@ applyerr_result(const struct pending *p, const PGresult *res, PGconn *conn,
 			snprintf(what, sizeof(what), "target session failed");
 			break;
 	}
-	applyerr_redact(state, primary ? primary : "error", msg, sizeof(msg));
+	snprintf(pe.sqlstate, sizeof(pe.sqlstate), "%s", state);
+	snprintf(pe.msg, sizeof(pe.msg), "%s", primary ? primary : "error");
+	pgerr_redact(&pe);
 	if (colname == NULL && copy_column(PQresultErrorField(res, PG_DIAG_CONTEXT), name, sizeof(name)))
 		colname = name;
 	if (colname == NULL)
 		colname = param_column(p, PQresultErrorField(res, PG_DIAG_CONTEXT));
 	if (colname == NULL && p->rel != NULL && primary != NULL)
 		colname = column_of_type(p->rel, primary);
-	if (colname != NULL)
-		snprintf(col, sizeof(col), "column \"%s\", ", colname);
-	apply_err_set(err, applyerr_exit_code(state), "%s: %s (%sSQLSTATE %s)", what, msg, col, state);
-	err->retry = sqlstate_retryable(state);
+	apply_err_set(err, pgerr_exit_code(state), "%s: %s", what, pgerr_text(&pe, colname, text, sizeof(text)));
+	err->retry = pgerr_retryable(state);
 }
 
 bool

@@ -2,7 +2,8 @@
  * applyerr.h - what the applier has in flight, and turning a failed or
  * surprising result into one line for the operator with the right exit code.
  * Messages name the table, the column when known and the SQLSTATE; they
- * never carry a row value (quoted values in data errors are elided).
+ * never carry a row value. What a SQLSTATE means, the form of the line and
+ * the value-stripping rule are pgerror's (lib/base).
  */
 #ifndef PGSYNC_APPLYERR_H
 #define PGSYNC_APPLYERR_H
@@ -12,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "lsn.h"
+#include "pgerror.h"
 #include "relcache.h"
 
 enum pend_kind {
@@ -38,16 +40,4 @@ bool applyerr_check_count(const struct pending *p, const PGresult *res,
 						  struct apply_err *err);
 /* The connection's error message on one line. */
 const char *applyerr_conn_msg(PGconn *conn);
-/*
- * The one rule that keeps row values out of a server message: for data
- * exceptions (class 22, except COPY format errors 22P04, which quote column
- * names), each "quoted" part becomes "..." and each run of bytes ("0xe2
- * 0x82 0xac", as conversion errors print a character) becomes ...; the
- * quoted name after "encoding " stays, so a conversion error still names
- * both encodings. Other messages are kept, on one line.
- */
-void applyerr_redact(const char *sqlstate, const char *msg, char *out, size_t outlen);
-/* Exit code for a SQLSTATE: data, integrity and schema errors are 5. */
-int applyerr_exit_code(const char *sqlstate);
-
 #endif

@@ -92,6 +92,7 @@ heartbeat_tick(struct heartbeat *hb, PGconn *meta, const struct hb_stats *st,
 	uint64_t now = now_ms();
 	double secs;
 	struct pgerr pe;
+	char text[PGERR_TEXT_MAX];
 
 	if (!force && heartbeat_wait_ms(hb) != 0)
 		return;
@@ -140,8 +141,8 @@ heartbeat_tick(struct heartbeat *hb, PGconn *meta, const struct hb_stats *st,
 	{
 		/* Once per outage: a monitoring hiccup must not flood the log. */
 		if (!hb->warned)
-			log_warn("cannot write the heartbeat to pgsync.job_runtime: %s%s%s%s", pe.msg,
-					 pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+			log_warn("cannot write the heartbeat to pgsync.job_runtime: %s",
+					 pgerr_text(&pe, NULL, text, sizeof(text)));
 		hb->warned = true;
 	}
 	else

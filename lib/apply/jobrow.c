@@ -11,10 +11,7 @@
 static bool
 query_failed(struct apply_err *err, const char *what, const struct pgerr *pe)
 {
-	apply_err_set(err, applyerr_exit_code(pe->sqlstate) == EXIT_PREFLIGHT ? EXIT_PREFLIGHT : EXIT_RUNTIME,
-				  "cannot %s: %s%s%s%s", what, pe->msg, pe->sqlstate[0] ? " (SQLSTATE " : "",
-				  pe->sqlstate, pe->sqlstate[0] ? ")" : "");
-	err->retry = pe->retryable;
+	apply_err_pg(err, pgerr_exit_code_setup(pe->sqlstate), pe, "cannot %s", what);
 	return false;
 }
 

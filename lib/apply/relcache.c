@@ -5,7 +5,6 @@
 #include "log.h"
 #include "stmtsig.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +37,6 @@ free_list(struct rc_stmt *s)
 		next = s->next;
 		free_stmt(s);
 	}
-}
-
-void
-apply_err_set(struct apply_err *e, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->code = code;
-	e->retry = false;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
 }
 
 struct relcache *
@@ -92,9 +79,7 @@ relcache_load_tables(struct relcache *rc, PGconn *meta, struct apply_err *err)
 
 	if (res == NULL)
 	{
-		apply_err_set(err, EXIT_RUNTIME, "cannot read pgsync.table_sync: %s%s%s%s", pe.msg,
-					  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
-		err->retry = pe.retryable;
+		apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read pgsync.table_sync");
 		return false;
 	}
 	free_tables(rc);
@@ -250,9 +235,7 @@ read_merge_ok(PGconn *meta, const char *const params[2], struct rc_rel *r, const
 	}
 	if (res == NULL)
 	{
-		apply_err_set(err, EXIT_RUNTIME, "cannot read the indexes of %s on the target: %s%s%s%s", name,
-					  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
-		err->retry = pe.retryable;
+		apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read the indexes of %s on the target", name);
 		return false;
 	}
 	for (int i = 0; i < r->ncols; i++)
@@ -293,9 +276,7 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 	res = conn_query(meta, cols_sql, 2, params, 4, &pe);
 	if (res == NULL)
 	{
-		apply_err_set(err, EXIT_RUNTIME, "cannot read the columns of %s on the target: %s%s%s%s", name,
-					  pe.msg, pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
-		err->retry = pe.retryable;
+		apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read the columns of %s on the target", name);
 		return NULL;
 	}
 	if (PQntuples(res) == 0)

@@ -14,22 +14,8 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
+#include "pgerror.h"
 #include "streamread.h"
-
-/*
- * An error on its way to the user: exit code and one line of text, and
- * whether a new target session may succeed where this one failed (a lost
- * connection, a server shutting down, a serialization failure or deadlock).
- * apply_err_set() clears retry; whoever knows better sets it after.
- */
-struct apply_err {
-	int code;
-	bool retry;
-	char msg[1200];
-};
-
-void apply_err_set(struct apply_err *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 struct rc_col {
 	char *name;					/* as in the stream (and on the target) */

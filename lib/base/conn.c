@@ -3,89 +3,9 @@
 #include "common.h"
 #include "log.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void
-one_line(char *dst, size_t dstlen, const char *src)
-{
-	size_t n;
-
-	snprintf(dst, dstlen, "%s", src ? src : "");
-	/* libpq messages end in newlines and may span lines: keep one line. */
-	for (char *p = dst; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
-	n = strlen(dst);
-	while (n > 0 && (dst[n - 1] == ' ' || dst[n - 1] == '.'))
-		dst[--n] = '\0';
-}
-
-void
-pgerr_printf(struct pgerr *err, bool retryable, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	err->sqlstate[0] = '\0';
-	err->retryable = retryable;
-}
-
-bool
-sqlstate_retryable(const char *s)
-{
-	if (s == NULL || s[0] == '\0')
-		return false;
-	if (strncmp(s, "08", 2) == 0)			/* connection exception */
-		return true;
-	return strcmp(s, "57P01") == 0 ||		/* admin_shutdown */
-		strcmp(s, "57P02") == 0 ||			/* crash_shutdown */
-		strcmp(s, "57P03") == 0 ||			/* cannot_connect_now */
-		strcmp(s, "53300") == 0 ||			/* too_many_connections */
-		strcmp(s, "40001") == 0 ||			/* serialization_failure */
-		strcmp(s, "40P01") == 0 ||			/* deadlock_detected */
-		strcmp(s, "55006") == 0;			/* object_in_use: slot busy for a moment */
-}
-
-/*
- * libpq's own messages for a connection the server dropped. They carry no
- * SQLSTATE, and libpq does not always mark the connection bad right away
- * (after an immediate shutdown it may still report CONNECTION_OK).
- */
-static bool
-connection_lost(const char *msg)
-{
-	return strstr(msg, "server closed the connection") != NULL ||
-		strstr(msg, "could not send data to server") != NULL ||
-		strstr(msg, "could not receive data from server") != NULL ||
-		strstr(msg, "no connection to the server") != NULL ||
-		strstr(msg, "terminating connection") != NULL ||
-		strstr(msg, "connection to server was lost") != NULL;
-}
-
-void
-pgerr_set(struct pgerr *err, PGconn *conn, const PGresult *res)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-
-	snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state ? state : "");
-	if (primary)
-		one_line(err->msg, sizeof(err->msg), primary);
-	else if (res && PQresultErrorMessage(res)[0])
-		one_line(err->msg, sizeof(err->msg), PQresultErrorMessage(res));
-	else
-		one_line(err->msg, sizeof(err->msg), conn ? PQerrorMessage(conn) : "unknown error");
-	if (err->msg[0] == '\0')
-		snprintf(err->msg, sizeof(err->msg), "unknown error");
-	err->retryable = sqlstate_retryable(err->sqlstate) ||
-		(conn != NULL && PQstatus(conn) == CONNECTION_BAD) ||
-		(err->sqlstate[0] == '\0' && connection_lost(err->msg));
-}
 
 /* Server notices go through our log, one line each, never raw to stderr. */
 static void
@@ -93,7 +13,7 @@ notice_to_log(void *arg, const char *message)
 {
 	char line[1024];
 
-	one_line(line, sizeof(line), message);
+	pgerr_one_line(line, sizeof(line), message);
 	if (strncmp(line, "WARNING", 7) == 0)
 		log_warn("server says: %s", line);
 	else
@@ -118,7 +38,7 @@ conn_connect(const char *conninfo, const char *const *extra_keys,
 			pgerr_printf(err, false, "invalid connection string: %s", "");
 			if (perr)
 			{
-				one_line(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg), perr);
+				pgerr_one_line(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg), perr);
 				PQfreemem(perr);
 			}
 			return NULL;

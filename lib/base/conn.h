@@ -1,8 +1,8 @@
 /*
  * conn.h - libpq connections for every program: connect from a conninfo
  * string or URL (NULL: libpq's environment), a display form with the password
- * removed for log lines, results checked for status and shape, and errors
- * that carry their SQLSTATE and whether retrying can help.
+ * removed for log lines, and results checked for status and shape (a failed
+ * one fills a struct pgerr, pgerror.h).
  * Never log a conninfo string itself: always conn_display().
  */
 #ifndef PGSYNC_CONN_H
@@ -14,12 +14,7 @@
 #include <libpq-fe.h>
 
 #include "lsn.h"
-
-struct pgerr {
-	char sqlstate[6];			/* "" when none (e.g. connection lost) */
-	char msg[1024];				/* one line, no trailing newline */
-	bool retryable;
-};
+#include "pgerror.h"
 
 /*
  * Open a connection with extra libpq keywords (NULL-terminated, placed
@@ -32,14 +27,6 @@ PGconn *conn_connect(const char *conninfo, const char *const *extra_keys,
 
 /* "host=/tmp port=5432 user=app dbname=shop": never contains a password. */
 void conn_display(const char *conninfo, char *out, size_t outlen);
-
-/* SQLSTATE classes and codes after which reconnecting may succeed. */
-bool sqlstate_retryable(const char *sqlstate);
-
-/* Fill err from a failed result (res may be NULL) and the connection. */
-void pgerr_set(struct pgerr *err, PGconn *conn, const PGresult *res);
-void pgerr_printf(struct pgerr *err, bool retryable, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /*
  * Run a statement that returns no rows (parameters as text, may be NULL).

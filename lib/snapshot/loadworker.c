@@ -13,7 +13,6 @@
  * WAL of them all before the caller records the position.
  */
 #include "loadworker.h"
-#include "applyerr.h"
 #include "common.h"
 #include "log.h"
 #include "session.h"
@@ -66,33 +65,6 @@ interrupted_locked(struct loader *L)
 	pthread_cond_broadcast(&L->cv_work);
 }
 
-/* Lost connections and server trouble may pass; bad data or schema will not. */
-int
-loader_exit_code(const struct pgerr *err)
-{
-	const char *s = err->sqlstate;
-
-	if (s[0] == '\0' || err->retryable)
-		return EXIT_RUNTIME;
-	if (strncmp(s, "53", 2) == 0 || strncmp(s, "57", 2) == 0 || strncmp(s, "58", 2) == 0 ||
-		strncmp(s, "XX", 2) == 0)
-		return EXIT_RUNTIME;
-	if (strcmp(s, "42501") == 0)
-		return EXIT_PREFLIGHT;
-	return EXIT_UNSUPPORTED;
-}
-
-/* Data exceptions quote the offending value: keep row values out of logs,
- * by the apply's one rule. */
-static void
-redact_values(struct pgerr *err)
-{
-	char msg[sizeof(err->msg)];
-
-	applyerr_redact(err->sqlstate, err->msg, msg, sizeof(msg));
-	memcpy(err->msg, msg, sizeof(msg));
-}
-
 /*
  * The row of a COPY error ("COPY t, line 3, column ..."), 0 when none. Only
  * the COPY context line counts: an input function may add its own first,
@@ -119,15 +91,12 @@ copy_error_row(const PGresult *res)
 void
 loader_fail_pg(struct loader *L, const struct ltable *t, uint64_t line, struct pgerr *err)
 {
-	int code = loader_exit_code(err);
+	char text[PGERR_TEXT_MAX];
 
-	redact_values(err);
-	if (err->sqlstate[0])
-		loader_fail(L, code, "%s:%llu: cannot load %s.%s: %s (SQLSTATE %s)", L->input,
-			 (unsigned long long) line, t->schema, t->name, err->msg, err->sqlstate);
-	else
-		loader_fail(L, code, "%s:%llu: cannot load %s.%s: %s", L->input, (unsigned long long) line,
-			 t->schema, t->name, err->msg);
+	/* The same classification as a change's, and no row value in the line. */
+	pgerr_redact(err);
+	loader_fail(L, pgerr_exit(err), "%s:%llu: cannot load %s.%s: %s", L->input,
+				(unsigned long long) line, t->schema, t->name, pgerr_text(err, NULL, text, sizeof(text)));
 }
 
 bool

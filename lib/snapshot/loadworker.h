@@ -111,8 +111,6 @@ void loader_fail(struct loader *L, int code, const char *fmt, ...)
 /* "input:line: cannot load schema.table: message (SQLSTATE x)", no values. */
 void loader_fail_pg(struct loader *L, const struct ltable *t, uint64_t line, struct pgerr *err);
 bool loader_failed(struct loader *L);
-/* 1 for connection and server trouble, 5 for data or schema, 3 for privileges. */
-int loader_exit_code(const struct pgerr *err);
 /* table_sync: 'copying' with counters reset (done = false; a table copied
  * in key chunks keeps them), or 'done' (in a chunk section, a table copied
  * in one piece gets its pgsync.table_chunk row in the same statement). */

@@ -561,6 +561,7 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	struct loader L;
 	struct reader R;
 	struct pgerr err;
+	char text[PGERR_TEXT_MAX];
 	uint64_t ntables, t0 = now_ms();
 	lsn_t start;
 	int rc;
@@ -593,12 +594,11 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 	if (!catalog_ensure(L.ctl, &err) ||
 		!conn_command(L.ctl, "SET synchronous_commit = off", 0, NULL, &err))
 	{
-		log_error("cannot prepare the target for the snapshot: %s%s%s%s", err.msg,
-				  err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");
+		log_error("cannot prepare the target for the snapshot: %s", pgerr_text(&err, NULL, text, sizeof(text)));
 		PQfinish(L.ctl);
 		free_tables(&L);
 		loader_free(&L);
-		return loader_exit_code(&err);
+		return pgerr_exit_code_setup(err.sqlstate);
 	}
 
 	memset(&R, 0, sizeof(R));
@@ -632,8 +632,7 @@ snapload_section(struct input *in, const struct field *f, size_t nf,
 		log_error("%s", L.err_msg[0] ? L.err_msg : "snapshot load failed");
 	else if (!flush_all(&L, &err))
 	{
-		log_error("cannot flush the loaded snapshot on the target: %s%s%s%s", err.msg,
-				  err.sqlstate[0] ? " (SQLSTATE " : "", err.sqlstate, err.sqlstate[0] ? ")" : "");
+		log_error("cannot flush the loaded snapshot on the target: %s", pgerr_text(&err, NULL, text, sizeof(text)));
 		rc = EXIT_RUNTIME;
 	}
 	else if (chunks)

@@ -122,10 +122,9 @@ part_name(const struct snaprun *r, const struct snap_part *part, char *out, size
 static void
 fail_pg(struct snaprun *r, const char *what, const struct pgerr *err)
 {
-	if (err->sqlstate[0])
-		snaprun_fail(r, EXIT_RUNTIME, "%s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	else
-		snaprun_fail(r, EXIT_RUNTIME, "%s: %s", what, err->msg);
+	char text[PGERR_TEXT_MAX];
+
+	snaprun_fail(r, EXIT_RUNTIME, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 }
 
 static struct slot *

@@ -74,10 +74,9 @@ text_array(const char *const *v, int n)
 int
 pub_query_failed(const char *what, const struct pgerr *err)
 {
-	if (err->sqlstate[0])
-		log_error("cannot %s: %s (SQLSTATE %s)", what, err->msg, err->sqlstate);
-	else
-		log_error("cannot %s: %s", what, err->msg);
+	char text[PGERR_TEXT_MAX];
+
+	log_error("cannot %s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 	return EXIT_RUNTIME;
 }
 

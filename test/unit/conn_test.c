@@ -32,14 +32,6 @@ main(void)
 	conn_display("this is not = valid '", out, sizeof(out));
 	CHECK(strstr(out, "invalid") != NULL);
 
-	CHECK(sqlstate_retryable("08006"));
-	CHECK(sqlstate_retryable("57P01"));
-	CHECK(sqlstate_retryable("40001"));
-	CHECK(!sqlstate_retryable("42703"));
-	CHECK(!sqlstate_retryable("22001"));
-	CHECK(!sqlstate_retryable(""));
-	CHECK(!sqlstate_retryable(NULL));
-
 	/* Result shape: rows and fields both checked, streamutil.c's wording. */
 	struct pgerr pe;
 
