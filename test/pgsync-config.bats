@@ -326,6 +326,12 @@ EOF
 	echo "$output" | jq -e 'select(.program == "pgsync" and .level == "error" and (.msg | endswith("unknown key \"bogus\"")))'
 }
 
+@test "--json log lines stay JSON when a message holds a control character" {
+	run --separate-stderr pgsync --json $'bo\x01gus'
+	[ "$status" -eq 2 ]
+	head -1 <<<"$stderr" | jq -e '.program == "pgsync" and .level == "error" and .msg == "unknown command \"bo\u0001gus\""'
+}
+
 @test "the catalog DDL is the C programs' own definition" {
 	run pgsync-config --catalog-sql
 	[ "$status" -eq 0 ]

@@ -1,4 +1,5 @@
 #include "log.h"
+#include "json.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,26 +64,6 @@ log_enabled(enum log_level level)
 }
 
 static void
-json_escape(FILE *f, const char *s)
-{
-	for (; *s; s++)
-	{
-		unsigned char c = (unsigned char) *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-}
-
-static void
 emit(enum log_level level, const char *fmt, va_list ap)
 {
 	char msg[4096];
@@ -101,16 +82,15 @@ emit(enum log_level level, const char *fmt, va_list ap)
 	{
 		struct timespec ts;
 		struct tm tm;
-		char when[40];
+		char when[40], esc[sizeof(msg) * 6];
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		json_escape(esc, sizeof(esc), msg);
 		flockfile(stderr);
-		fprintf(stderr, "{\"time\":\"%s.%06ldZ\",\"program\":\"%s\",\"pid\":%ld,\"level\":\"%s\",\"msg\":\"",
-				when, ts.tv_nsec / 1000, progname, (long) getpid(), level_names[level]);
-		json_escape(stderr, msg);
-		fputs("\"}\n", stderr);
+		fprintf(stderr, "{\"time\":\"%s.%06ldZ\",\"program\":\"%s\",\"pid\":%ld,\"level\":\"%s\",\"msg\":\"%s\"}\n",
+				when, ts.tv_nsec / 1000, progname, (long) getpid(), level_names[level], esc);
 		funlockfile(stderr);
 	}
 	else if (level == LOG_INFO)

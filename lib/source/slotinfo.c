@@ -195,33 +195,6 @@ slot_name_valid(const char *name)
 		strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
-void
-json_string(struct buf *b, const char *s)
-{
-	buf_putc(b, '"');
-	for (; *s; s++)
-	{
-		unsigned char c = (unsigned char) *s;
-
-		if (c == '"' || c == '\\')
-		{
-			buf_putc(b, '\\');
-			buf_putc(b, (char) c);
-		}
-		else if (c == '\n')
-			buf_puts(b, "\\n");
-		else if (c == '\t')
-			buf_puts(b, "\\t");
-		else if (c == '\r')
-			buf_puts(b, "\\r");
-		else if (c < 0x20)
-			buf_printf(b, "\\u%04x", c);
-		else
-			buf_putc(b, (char) c);
-	}
-	buf_putc(b, '"');
-}
-
 /*
  * One field in either form. A NULL-able text value is passed as NULL when
  * absent; raw says the value is a JSON literal (number, boolean), not text.

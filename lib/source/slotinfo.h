@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "json.h"
 #include "lsn.h"
 
 /* PostgreSQL's NAMEDATALEN - 1: the longest slot name it accepts. */
@@ -89,9 +90,6 @@ void slotinfo_format_json(const struct slotinfo *s, struct buf *b);
 
 /* Slot names as the server accepts them: 1-63 of [a-z0-9_]. */
 bool slot_name_valid(const char *name);
-
-/* Append s as a JSON string (quotes included). */
-void json_string(struct buf *b, const char *s);
 
 /*
  * Source preflight for slot work, on a normal connection: the connected role
