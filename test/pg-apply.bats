@@ -934,6 +934,42 @@ EOF
 	[ -z "$(applied_lsn lks_slot)" ]
 }
 
+@test "a feature the target lacks for the change (SQLSTATE 0A000) exits 5 from a change and from a snapshot frame alike" {
+	# Row security forced on the owner's table: the target takes an INSERT but
+	# refuses COPY FROM, which a run of inserts and a snapshot frame both use.
+	q "CREATE ROLE rls_owner LOGIN"
+	q "CREATE DATABASE rls_db OWNER rls_owner"
+	local url="${tgt_URL/user=postgres/user=rls_owner}"
+	url="${url/dbname=postgres/dbname=rls_db}"
+	psql -X -qAt -v ON_ERROR_STOP=1 -d "$url" -c "CREATE TABLE rl (id int PRIMARY KEY, v text);
+		ALTER TABLE rl ENABLE ROW LEVEL SECURITY; ALTER TABLE rl FORCE ROW LEVEL SECURITY;
+		CREATE POLICY rl_all ON rl USING (true) WITH CHECK (true)"
+	run --separate-stderr pg-apply -d "$url" --copy-threshold 2 < <(sed 's/→/\t/g' <<EOF
+PGCS→1→45→1→rlc_slot→0/100
+RELATION→public→rl→1→d→2→id→23→-1→k→v→25→-1→-
+BEGIN→1→0/200→$T0
+INSERT→public→rl→1→a
+INSERT→public→rl→2→b
+COMMIT→1→0/200→0/210→$T0
+EOF
+)
+	[ "$status" -eq 5 ]
+	[[ $stderr == *"error: cannot apply insert to public.rl: COPY FROM not supported with row-level security (SQLSTATE 0A000)"* ]]
+	run --separate-stderr pg-apply -d "$url" < <(sed 's/→/\t/g' <<EOF
+PGCS→1→45→1→rls_slot→0/1A00000→producer=pg-snapshot-dump/0.1.0
+SNAPSHOT→0/1A00000→00000003-00000002-1→1
+COPY→public→rl→2→id→v
+ROW→1→a
+ENDCOPY→1
+TABLEDONE→public→rl→1→4
+SNAPSHOTDONE→0/1A00000
+EOF
+)
+	[ "$status" -eq 5 ]
+	[[ $stderr == *"error: -:3: cannot load public.rl: COPY FROM not supported with row-level security (SQLSTATE 0A000)"* ]]
+	[ "$(psql -X -qAt -d "$url" -c "SELECT count(*) FROM rl")" = 0 ]
+}
+
 @test "an update or delete that finds no row exits 5 naming key columns and source transaction" {
 	q "CREATE TABLE nr (a int, b int, v text, PRIMARY KEY (a, b))"
 	q "INSERT INTO nr VALUES (1, 1, 'x')"
