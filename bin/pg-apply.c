@@ -245,10 +245,8 @@ on_header(const struct sr_record *rec)
 {
 	char a[LSN_BUFSZ], b[LSN_BUFSZ];
 
-	for (size_t i = 6; i < rec->nf; i++)
-		if (rec->f[i].n > 7 && rec->f[i].n < 7 + sizeof(A.source_version) &&
-			memcmp(rec->f[i].p, "server=", 7) == 0)
-			snprintf(A.source_version, sizeof(A.source_version), "%.*s", (int) rec->f[i].n - 7, rec->f[i].p + 7);
+	if (rec->server.n > 0 && rec->server.n < sizeof(A.source_version))
+		snprintf(A.source_version, sizeof(A.source_version), "%.*s", (int) rec->server.n, rec->server.p);
 	if (!A.job_ready)
 		init_job(rec);
 	else if (strcmp(rec->sysid, A.sysid) != 0 || rec->timeline != A.timeline ||
@@ -287,8 +285,6 @@ static bool open_next_input(void);
 static void
 skip_snapshot(lsn_t at, const char *done)
 {
-	size_t donelen = strlen(done);
-
 	char a[LSN_BUFSZ], b[LSN_BUFSZ];
 	const char *line;
 	size_t len;
@@ -298,10 +294,15 @@ skip_snapshot(lsn_t at, const char *done)
 			 lsn_format(at, a), lsn_format(A.applied, b));
 	for (;;)
 	{
+		struct sr_record rec;
+
 		switch (input_next(A.in, &line, &len, -1))
 		{
 			case IN_LINE:
-				if (len > donelen && memcmp(line, done, donelen) == 0 && line[donelen] == '\t')
+				/* Parsed as any line: the parser then knows the section ended. */
+				if (!sr_parse(A.sr, line, len, &rec))
+					applyreport_fail_at(&A, EXIT_UNSUPPORTED, "%s", sr_error(A.sr));
+				if (!sr_in_section(A.sr))
 					return;
 				break;
 			case IN_EOF:
@@ -352,7 +353,7 @@ on_snapshot(const struct sr_record *rec)
 		return true;
 	}
 	applyreport_heartbeat(&A, true, false, "SNAPSHOTTING");
-	rc = snapload_section(A.in, rec->f, rec->nf, &so, &pos);
+	rc = snapload_section(A.in, A.sr, rec, &so, &pos);
 	if (rc != EXIT_DONE)
 	{
 		applyreport_checkpoint(&A, true);
@@ -398,7 +399,7 @@ on_line(const char *line, size_t len)
 	/* A header between transactions ends the batch too, before it is
 	 * parsed: it forgets the tables, which a replay still needs. */
 	if ((A.commit_due && !sr_line_has_position(line, len)) ||
-		(len >= 5 && memcmp(line, "PGCS\t", 5) == 0 && !sr_in_txn(A.sr)))
+		(sr_line_is(line, len, SR_HEADER) && !sr_in_txn(A.sr)))
 	{
 		if (!commit_batch())
 			return false;
@@ -478,6 +479,15 @@ on_line(const char *line, size_t len)
 		case SR_CHUNKS:
 			if (!on_snapshot(&rec))
 				return false;
+			break;
+		case SR_COPY:
+		case SR_ROW:
+		case SR_ENDCOPY:
+		case SR_TABLEDONE:
+		case SR_SNAPSHOTDONE:
+		case SR_CHUNK:
+		case SR_CHUNKSDONE:
+			/* on_snapshot() reads the section to its end. */
 			break;
 	}
 	if (sr_in_txn(A.sr) && !A.skipping)

@@ -252,6 +252,16 @@ SQL
 	[ "$(psql_at tgt -c "SELECT applied_lsn IS NULL FROM pgsync.job WHERE job = 'ld4'")" = t ]
 }
 
+@test "fuzz regression: a frame error names a table whose name holds a newline on one line, as the stream writes it" {
+	local s=$BATS_TEST_TMPDIR/nl.pgcs
+	printf 'PGCS\t1\t1\t1\t-\t0/10\nSNAPSHOT\t0/10\tx\t1\nCOPY\tpublic\tld\\nnl\t1\tid\nROW\t1\nENDCOPY\t2\n' >"$s"
+	run pg-apply -d "$tgt_URL" --job ld_nl "$s"
+	[ "$status" -eq 5 ]
+	[[ $output == *"pg-apply: error: $s:5: ENDCOPY of public.ld\\nnl counts 2 rows, the frame has 1"* ]]
+	[ "$(grep -c . <<<"$output")" = "$(grep -c 'pg-apply: ' <<<"$output")" ]
+	[ "$(psql_at tgt -c "SELECT applied_lsn IS NULL FROM pgsync.job WHERE job = 'ld_nl'")" = t ]
+}
+
 @test "the loader's memory stays bounded by --jobs, not by the size of the copy" {
 	psql_at src -c "CREATE TABLE mem_big (id int PRIMARY KEY, pad text);
 		INSERT INTO mem_big SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 400000) g"

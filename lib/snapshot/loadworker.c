@@ -4,12 +4,14 @@
  * each) from a bounded queue of chunks, and the pgsync.table_sync rows.
  *
  * A table is marked done when its TABLEDONE was read and every one of its
- * frames committed: whichever of the reader (at TABLEDONE) and the worker
- * (at the last commit) sees both first claims it, under the lock. A worker
+ * frames committed: whichever of the reader (at TABLEDONE, through
+ * loader_table_done()) and the worker (at the last commit) sees both first
+ * claims it, under the lock. The fields of that protocol are touched here
+ * only. A worker
  * that sees TABLEDONE before committing the last frame marks the table done
  * in that frame's own transaction.
  * Loader sessions commit with synchronous_commit off: once every frame
- * committed, lib/snapload makes one synchronous commit, which flushes the
+ * committed, snapload makes one synchronous commit, which flushes the
  * WAL of them all before the caller records the position.
  */
 #include "loadworker.h"
@@ -99,17 +101,18 @@ loader_fail_pg(struct loader *L, const struct ltable *t, uint64_t line, struct p
 				(unsigned long long) line, t->schema, t->name, pgerr_text(err, NULL, text, sizeof(text)));
 }
 
-bool
-loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, bool done,
+/* table_sync: 'copying' with counters reset (done = false), or 'done'. */
+static bool
+set_state(PGconn *conn, const struct loader *L, const struct ltable *t, bool done,
 		  struct pgerr *err)
 {
 	char rows[24], bytes[24];
 	const char *params[6] = {L->o->job, t->schema, t->name, L->chunks_lsn, rows, bytes};
 
-	if (done && L->chunks_lsn && !t->keyed)
+	if (done && L->chunks_lsn && !t->st->keyed)
 	{
-		snprintf(rows, sizeof(rows), "%llu", (unsigned long long) t->rows);
-		snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) t->bytes);
+		snprintf(rows, sizeof(rows), "%llu", (unsigned long long) t->st->rows);
+		snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) t->st->bytes);
 		return conn_command(conn, "WITH d AS (UPDATE pgsync.table_sync SET state = 'done', finished_at = now()"
 							" WHERE job = $1 AND schema_name = $2 AND table_name = $3 RETURNING job)"
 							" INSERT INTO pgsync.table_chunk (job, schema_name, table_name, lsn, rows, bytes)"
@@ -120,7 +123,7 @@ loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, b
 		return conn_command(conn, "UPDATE pgsync.table_sync SET state = 'done', finished_at = now()"
 							" WHERE job = $1 AND schema_name = $2 AND table_name = $3",
 							3, params, err);
-	if (L->chunks_lsn && t->keyed)
+	if (L->chunks_lsn && t->st->keyed)
 		return conn_command(conn, "INSERT INTO pgsync.table_sync AS s (job, schema_name, table_name,"
 							" state, rows_copied, bytes_copied, started_at, finished_at)"
 							" VALUES ($1, $2, $3, 'copying', 0, 0, now(), NULL)"
@@ -143,7 +146,7 @@ loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, b
 static bool
 claim_done(struct loader *L, PGconn *conn, struct ltable *t, struct pgerr *err)
 {
-	if (!loader_set_state(conn, L, t, true, err))
+	if (!set_state(conn, L, t, true, err))
 		return false;
 	pthread_mutex_lock(&L->mu);
 	L->ndone++;
@@ -177,8 +180,8 @@ record_whole(PGconn *conn, const struct loader *L, const struct ltable *t, struc
 	char rows[24], bytes[24];
 	const char *params[6] = {L->o->job, t->schema, t->name, L->chunks_lsn, rows, bytes};
 
-	snprintf(rows, sizeof(rows), "%llu", (unsigned long long) t->rows);
-	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) t->bytes);
+	snprintf(rows, sizeof(rows), "%llu", (unsigned long long) t->st->rows);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long) t->st->bytes);
 	return conn_command(conn, "INSERT INTO pgsync.table_chunk (job, schema_name, table_name, lsn, rows, bytes)"
 						" VALUES ($1, $2, $3, $4::pg_catalog.pg_lsn, $5::int8, $6::int8)",
 						6, params, err);
@@ -193,6 +196,70 @@ chunkrec_free(struct chunkrec *ck)
 	free(ck->lo);
 	free(ck->hi);
 	free(ck);
+}
+
+struct ltable *
+loader_add_table(struct loader *L, const struct sr_table *st, uint64_t line)
+{
+	struct ltable *t = xcalloc(1, sizeof(*t));
+	struct pgerr err;
+
+	t->st = st;
+	t->schema = st->schema;
+	t->name = st->table;
+	t->next = L->tables;
+	L->tables = t;
+	L->ntables++;
+	if (!set_state(L->ctl, L, t, false, &err))
+	{
+		loader_fail_pg(L, t, line, &err);
+		return NULL;
+	}
+	return t;
+}
+
+/* After TABLEDONE no frame of the table is started any more (the stream's
+ * parser refuses one), so dispatched only grows before tabledone is set. */
+struct lworker *
+loader_frame_start(struct loader *L, struct ltable *t)
+{
+	struct lworker *w = loader_pick(L);
+
+	pthread_mutex_lock(&L->mu);
+	t->dispatched++;
+	pthread_mutex_unlock(&L->mu);
+	return w;
+}
+
+bool
+loader_table_done(struct loader *L, struct ltable *t, uint64_t line)
+{
+	struct pgerr err;
+	bool claim;
+
+	pthread_mutex_lock(&L->mu);
+	t->tabledone = true;
+	claim = t->committed == t->dispatched && !t->claimed;
+	if (claim)
+		t->claimed = true;
+	pthread_mutex_unlock(&L->mu);
+	if (claim && !claim_done(L, L->ctl, t, &err))
+	{
+		loader_fail_pg(L, t, line, &err);
+		return false;
+	}
+	return true;
+}
+
+int
+loader_tables_done(struct loader *L)
+{
+	int n;
+
+	pthread_mutex_lock(&L->mu);
+	n = L->ndone;
+	pthread_mutex_unlock(&L->mu);
+	return n;
 }
 
 /*
@@ -243,7 +310,7 @@ commit_frame(struct lworker *w, struct chunk *c, struct pgerr *err, PGresult **f
 					  " WHERE job = $1 AND schema_name = $2 AND table_name = $3",
 					  6, params, err) ||
 		(c->ck && !record_chunk(w->conn, L, t, c, err)) ||
-		(last && L->chunks_lsn && !t->keyed && !record_whole(w->conn, L, t, err)) ||
+		(last && L->chunks_lsn && !t->st->keyed && !record_whole(w->conn, L, t, err)) ||
 		!conn_command(w->conn, "COMMIT", 0, NULL, err))
 		return false;
 	pthread_mutex_lock(&L->mu);
@@ -544,6 +611,12 @@ loader_init(struct loader *L, const struct snapload_opts *o, const char *input)
 void
 loader_free(struct loader *L)
 {
+	for (struct ltable *t = L->tables, *n; t; t = n)
+	{
+		n = t->next;
+		free(t->copy_sql);
+		free(t);
+	}
 	while (L->pool)
 	{
 		struct chunk *c = L->pool;

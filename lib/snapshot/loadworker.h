@@ -1,8 +1,11 @@
 /*
- * loadworker.h - the target side of lib/snapload: worker threads, each with
+ * loadworker.h - the target side of snapload: worker threads, each with
  * its own target connection, that load whole frames (one transaction each)
  * from bounded queues of chunks, and the pgsync.table_sync rows. A table is
- * never marked done before every one of its frames committed.
+ * never marked done before every one of its frames committed: the "table
+ * done" protocol (frames dispatched and committed, TABLEDONE read, who marks
+ * the table done) is this module's alone, behind loader_add_table(),
+ * loader_frame_start(), loader_table_done() and loader_tables_done().
  */
 #ifndef PGSYNC_LOADWORKER_H
 #define PGSYNC_LOADWORKER_H
@@ -18,22 +21,19 @@
 
 #define CHUNK_SIZE (1024 * 1024)
 #define QUEUE_CHUNKS 8			/* per worker: one default 8 MB frame */
-#define NBUCKETS 4096
 
 /* A table of the section, as the reader found it. */
 struct ltable {
-	struct ltable *next;		/* hash chain */
-	char *key;					/* raw "schema TAB table" of the stream */
-	size_t keylen;
-	char *schema, *name;		/* unescaped */
-	char *cols;					/* raw "ncols TAB names" of its first COPY line */
-	size_t colslen;
-	char *copy_sql;
-	int ncols;
-	uint64_t rows, bytes;		/* ENDCOPY totals read */
-	int dispatched, committed;	/* frames; under mu */
-	bool tabledone, claimed;	/* under mu */
-	bool keyed;					/* chunk section: copied in key chunks, not in one piece */
+	struct ltable *next;		/* the loader's list */
+	/* The stream parser's table: its names, whether a chunk section copies
+	 * it in key chunks, the rows and bytes of its frames read; valid while
+	 * the loader runs. */
+	const struct sr_table *st;
+	const char *schema, *name;	/* st's, unescaped */
+	char *copy_sql;				/* the reader's */
+	/* The table done protocol: under mu, in loadworker.c only. */
+	int dispatched, committed;	/* frames */
+	bool tabledone, claimed;	/* TABLEDONE read; someone marks it done */
 };
 
 /* What a CHUNK record says, as pgsync.table_chunk stores it: text[]
@@ -84,9 +84,10 @@ struct loader {
 	char err_msg[1600];
 	bool warned_role;
 	int rr;						/* round-robin start among equal workers */
-	struct ltable *buckets[NBUCKETS];	/* the reader's */
-	int ntables, ndone;
-	uint64_t total_rows, total_bytes;
+	struct ltable *tables;		/* the reader's list */
+	int ntables;				/* the reader's */
+	int ndone;					/* under mu: loader_tables_done() */
+	uint64_t total_rows, total_bytes;	/* the reader's */
 };
 
 void loader_init(struct loader *L, const struct snapload_opts *o, const char *input);
@@ -111,10 +112,18 @@ void loader_fail(struct loader *L, int code, const char *fmt, ...)
 /* "input:line: cannot load schema.table: message (SQLSTATE x)", no values. */
 void loader_fail_pg(struct loader *L, const struct ltable *t, uint64_t line, struct pgerr *err);
 bool loader_failed(struct loader *L);
-/* table_sync: 'copying' with counters reset (done = false; a table copied
- * in key chunks keeps them), or 'done' (in a chunk section, a table copied
- * in one piece gets its pgsync.table_chunk row in the same statement). */
-bool loader_set_state(PGconn *conn, const struct loader *L, const struct ltable *t, bool done,
-					  struct pgerr *err);
+/*
+ * The table done protocol, the reader's side. A new table of the section
+ * (its table_sync row set to 'copying'; NULL when that failed: the loader
+ * failed, naming the stream's line). A frame of t starts: the worker to
+ * send it to, and t has one more frame to commit. TABLEDONE of t was read:
+ * t is marked done now if every frame committed, else by the worker that
+ * commits the last one (false when marking it failed: the loader failed).
+ * How many tables are marked done.
+ */
+struct ltable *loader_add_table(struct loader *L, const struct sr_table *st, uint64_t line);
+struct lworker *loader_frame_start(struct loader *L, struct ltable *t);
+bool loader_table_done(struct loader *L, struct ltable *t, uint64_t line);
+int loader_tables_done(struct loader *L);
 
 #endif

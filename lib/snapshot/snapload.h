@@ -14,7 +14,7 @@
 
 #include "input.h"
 #include "lsn.h"
-#include "record.h"
+#include "streamread.h"
 
 struct snapload_opts {
 	const char *conninfo;		/* target */
@@ -26,14 +26,14 @@ struct snapload_opts {
 };
 
 /*
- * Called right after pg-apply read a SNAPSHOT line (its fields in f, nf of
- * them). Reads lines from in up to and including SNAPSHOTDONE, loads every
- * frame and records table_sync state. Returns an exit code (EXIT_DONE when
+ * Called right after pg-apply's parser sr read the SNAPSHOT record snapshot.
+ * Reads lines from in up to and including SNAPSHOTDONE, each through sr,
+ * loads every frame and records table_sync state. Returns an exit code (EXIT_DONE when
  * the whole section was loaded and committed) and sets *position to the
  * SNAPSHOTDONE position. Errors are logged with the line number; on any
  * error nothing is reported done that was not committed.
  */
-int snapload_section(struct input *in, const struct field *f, size_t nf,
+int snapload_section(struct input *in, struct streamread *sr, const struct sr_record *snapshot,
 					 const struct snapload_opts *opts, lsn_t *position);
 
 #endif

@@ -1,5 +1,11 @@
-#include "streamread.h"
-#include "buf.h"
+/*
+ * The stream parser's core: the table of records and the dispatch through
+ * it, the field checks every record uses, the name tables, the position
+ * rule, and the records of the stream's own structure (header, transaction
+ * bounds, messages, positions). Changes are in srchange.c, snapshot and
+ * chunk sections in srsection.c.
+ */
+#include "streamread_int.h"
 #include "common.h"
 #include "escape.h"
 #include "hash.h"
@@ -9,41 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* RELATION is the widest record: 6 fields plus 4 per column. */
-#define SR_MAX_FIELDS (6 + 4 * SR_MAX_COLS)
-#define SR_BUCKETS_MIN 64
-
-struct streamread {
-	struct field *f;
-	struct sr_rel **buckets;
-	size_t nbuckets, nrels;
-	uint64_t gen;
-	bool started;
-	bool in_txn;
-	bool after_begin;			/* ORIGIN may follow BEGIN only */
-	uint64_t xid;
-	lsn_t commit_lsn;
-	lsn_t last_commit_lsn;		/* of the previous transaction in this stream */
-	bool have_last;
-	/*
-	 * The highest position this stream has promised (header start, COMMIT
-	 * end, POSITION, END, SNAPSHOT): everything committing below it was
-	 * sent. Nothing later in the same stream may lie below it.
-	 */
-	lsn_t promised;
-	const char *promised_by;
-	struct sr_rel **trunc;
-	size_t trunccap;
-	struct buf tmp;
-	char err[512];
-};
-
-static bool
-fail(struct streamread *sr, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static bool
-fail(struct streamread *sr, const char *fmt, ...)
+bool
+sr_fail(struct streamread *sr, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,19 +32,8 @@ sr_new(void)
 	struct streamread *sr = xcalloc(1, sizeof(*sr));
 
 	sr->f = xmalloc(sizeof(struct field) * (SR_MAX_FIELDS + 1));
-	sr->nbuckets = SR_BUCKETS_MIN;
-	sr->buckets = xcalloc(sr->nbuckets, sizeof(*sr->buckets));
+	sr->section = -1;
 	return sr;
-}
-
-static void
-free_cols(struct sr_rel *r)
-{
-	for (int i = 0; i < r->ncols; i++)
-		free(r->cols[i].name);
-	free(r->cols);
-	r->cols = NULL;
-	r->ncols = 0;
 }
 
 void
@@ -79,17 +41,8 @@ sr_free(struct streamread *sr)
 {
 	if (sr == NULL)
 		return;
-	for (size_t i = 0; i < sr->nbuckets; i++)
-		for (struct sr_rel *r = sr->buckets[i], *next; r; r = next)
-		{
-			next = r->next;
-			free_cols(r);
-			free(r->schema);
-			free(r->table);
-			free(r->key);
-			free(r);
-		}
-	free(sr->buckets);
+	sr_rels_free(sr);
+	sr_section_close(sr);
 	free(sr->trunc);
 	free(sr->f);
 	buf_free(&sr->tmp);
@@ -114,6 +67,12 @@ sr_txn_xid(const struct streamread *sr)
 	return sr->xid;
 }
 
+bool
+sr_in_section(const struct streamread *sr)
+{
+	return sr->section >= 0;
+}
+
 void
 sr_mark(const struct streamread *sr, struct sr_mark *m)
 {
@@ -132,6 +91,7 @@ sr_rewind(struct streamread *sr, const struct sr_mark *m)
 	sr->last_commit_lsn = m->last_commit_lsn;
 	sr->promised = m->promised;
 	sr->promised_by = m->promised_by;
+	sr_section_close(sr);
 }
 
 bool
@@ -150,8 +110,8 @@ sr_rel_name(const struct sr_rel *rel, char *buf, size_t len)
 /* --- field checks ------------------------------------------------------ */
 
 /* A value field: COPY text. \U only where the caller allows it. */
-static bool
-value_ok(const struct field *f, bool allow_unchanged)
+bool
+sr_value_ok(const struct field *f, bool allow_unchanged)
 {
 	/* Fast path: most values hold no backslash and no CR. */
 	if (memchr(f->p, '\\', f->n) == NULL)
@@ -161,23 +121,9 @@ value_ok(const struct field *f, bool allow_unchanged)
 	return copy_field_valid(f->p, f->n);
 }
 
-static bool
-values_ok(struct streamread *sr, const struct field *f, int n, bool allow_unchanged,
-		  const char *what)
-{
-	for (int i = 0; i < n; i++)
-		if (!value_ok(&f[i], allow_unchanged))
-		{
-			if (field_is_unchanged(f[i].p, f[i].n))
-				return fail(sr, "unchanged-value token \\U in %s value %d", what, i + 1);
-			return fail(sr, "bad escape sequence in %s value %d", what, i + 1);
-		}
-	return true;
-}
-
 /* Unescape a non-NULL value (a name) into a malloc'd string. */
-static char *
-name_dup(struct streamread *sr, const struct field *f)
+char *
+sr_name_dup(struct streamread *sr, const struct field *f)
 {
 	bool isnull;
 
@@ -188,20 +134,20 @@ name_dup(struct streamread *sr, const struct field *f)
 	return xstrdup(buf_cstr(&sr->tmp));
 }
 
-static bool
-get_lsn(struct streamread *sr, const struct field *f, const char *rec, lsn_t *out)
+bool
+sr_get_lsn(struct streamread *sr, const struct field *f, const char *rec, lsn_t *out)
 {
 	if (!field_lsn(f, out))
-		return fail(sr, "malformed LSN in %s", rec);
+		return sr_fail(sr, "malformed LSN in %s", rec);
 	return true;
 }
 
-static bool
-get_u64(struct streamread *sr, const struct field *f, const char *rec,
+bool
+sr_get_u64(struct streamread *sr, const struct field *f, const char *rec,
 		const char *what, uint64_t max, uint64_t *out)
 {
 	if (!field_u64(f, out) || *out > max)
-		return fail(sr, "malformed %s in %s", what, rec);
+		return sr_fail(sr, "malformed %s in %s", what, rec);
 	return true;
 }
 
@@ -212,27 +158,27 @@ get_time(struct streamread *sr, const struct field *f, const char *rec)
 	static const char pat[] = "dddd-dd-dd dd:dd:dd.dddddd+00";
 
 	if (f->n != sizeof(pat) - 1)
-		return fail(sr, "malformed time in %s", rec);
+		return sr_fail(sr, "malformed time in %s", rec);
 	for (size_t i = 0; i < f->n; i++)
 		if (pat[i] == 'd' ? (f->p[i] < '0' || f->p[i] > '9') : f->p[i] != pat[i])
-			return fail(sr, "malformed time in %s", rec);
+			return sr_fail(sr, "malformed time in %s", rec);
 	return true;
 }
 
-static bool
-nfields(struct streamread *sr, size_t nf, size_t want, const char *rec)
+bool
+sr_nfields(struct streamread *sr, size_t nf, size_t want, const char *rec)
 {
 	if (nf != want)
-		return fail(sr, "%s has %zu fields, expected %zu", rec, nf, want);
+		return sr_fail(sr, "%s has %zu fields, expected %zu", rec, nf, want);
 	return true;
 }
 
-/* --- relations --------------------------------------------------------- */
+/* --- name tables -------------------------------------------------------- */
 
 /* Schema and table fields are adjacent: the key is the raw span of both. */
-static struct sr_rel *
-rel_find(struct streamread *sr, const struct field *schema, const struct field *table,
-		 uint64_t *hash_out)
+struct sr_key *
+sr_names_find(const struct sr_names *t, const struct field *schema, const struct field *table,
+			  uint64_t *hash_out)
 {
 	const char *p = schema->p;
 	size_t n = (size_t) (table->p + table->n - schema->p);
@@ -240,150 +186,62 @@ rel_find(struct streamread *sr, const struct field *schema, const struct field *
 
 	if (hash_out)
 		*hash_out = h;
-	for (struct sr_rel *r = sr->buckets[h % sr->nbuckets]; r; r = r->next)
-		if (r->hash == h && r->keylen == n && memcmp(r->key, p, n) == 0)
-			return r;
+	if (t->nbuckets == 0)
+		return NULL;
+	for (struct sr_key *e = t->buckets[h % t->nbuckets]; e; e = e->next)
+		if (e->hash == h && e->n == n && memcmp(e->p, p, n) == 0)
+			return e;
 	return NULL;
 }
 
 static void
-rel_grow(struct streamread *sr)
+names_grow(struct sr_names *t)
 {
-	size_t nb = sr->nbuckets * 2;
-	struct sr_rel **b = xcalloc(nb, sizeof(*b));
+	size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
+	struct sr_key **b = xcalloc(nb, sizeof(*b));
 
-	for (size_t i = 0; i < sr->nbuckets; i++)
-		for (struct sr_rel *r = sr->buckets[i], *next; r; r = next)
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct sr_key *e = t->buckets[i], *next; e; e = next)
 		{
-			next = r->next;
-			r->next = b[r->hash % nb];
-			b[r->hash % nb] = r;
+			next = e->next;
+			e->next = b[e->hash % nb];
+			b[e->hash % nb] = e;
 		}
-	free(sr->buckets);
-	sr->buckets = b;
-	sr->nbuckets = nb;
+	free(t->buckets);
+	t->buckets = b;
+	t->nbuckets = nb;
 }
 
-/* The relation a change names, which must be described in this stream. */
-static bool
-rel_lookup(struct streamread *sr, const struct field *f, const char *rec,
-		   struct sr_rel **out)
+void
+sr_names_add(struct sr_names *t, struct sr_key *e, const struct field *schema,
+			 const struct field *table, uint64_t hash)
 {
-	struct sr_rel *r = rel_find(sr, &f[0], &f[1], NULL);
+	size_t n = (size_t) (table->p + table->n - schema->p);
 
-	if (r == NULL || !r->defined)
-	{
-		/* Names are identifiers, not row data: safe to show (bounded). */
-		return fail(sr, "%s for %.*s.%.*s before its RELATION", rec,
-					(int) (f[0].n > 64 ? 64 : f[0].n), f[0].p,
-					(int) (f[1].n > 64 ? 64 : f[1].n), f[1].p);
-	}
-	*out = r;
-	return true;
+	e->p = xmalloc(n + 1);
+	memcpy(e->p, schema->p, n);
+	e->p[n] = '\0';
+	e->n = n;
+	e->hash = hash;
+	if (t->n + 1 > t->nbuckets)
+		names_grow(t);
+	e->next = t->buckets[hash % t->nbuckets];
+	t->buckets[hash % t->nbuckets] = e;
+	t->n++;
 }
 
-static bool
-parse_typmod(const struct field *f, int32_t *out)
+void
+sr_names_clear(struct sr_names *t, void (*fn)(struct sr_key *e))
 {
-	uint64_t v;
-
-	if (f->n == 2 && f->p[0] == '-' && f->p[1] == '1')
-	{
-		*out = -1;
-		return true;
-	}
-	if (!field_u64(f, &v) || v > INT32_MAX)
-		return false;
-	*out = (int32_t) v;
-	return true;
-}
-
-static bool
-parse_relation(struct streamread *sr, struct sr_record *rec)
-{
-	struct field *f = sr->f;
-	uint64_t relid, ncols, h;
-	struct sr_col *cols;
-	char *schema, *table;
-	struct sr_rel *r;
-
-	if (rec->nf < 6)
-		return nfields(sr, rec->nf, 6, "RELATION");
-	if (!get_u64(sr, &f[5], "RELATION", "column count", SR_MAX_COLS, &ncols) ||
-		!nfields(sr, rec->nf, 6 + 4 * ncols, "RELATION") ||
-		!get_u64(sr, &f[3], "RELATION", "relation id", UINT32_MAX, &relid))
-		return false;
-	/* strchr() would also find the NUL that ends its own argument. */
-	if (f[4].n != 1 || f[4].p[0] == '\0' || strchr("dfin", f[4].p[0]) == NULL)
-		return fail(sr, "malformed replica identity in RELATION");
-	if ((schema = name_dup(sr, &f[1])) == NULL)
-		return fail(sr, "malformed schema name in RELATION");
-	if ((table = name_dup(sr, &f[2])) == NULL)
-	{
-		free(schema);
-		return fail(sr, "malformed table name in RELATION");
-	}
-	cols = xcalloc(ncols ? ncols : 1, sizeof(*cols));
-	for (uint64_t i = 0; i < ncols; i++)
-	{
-		const struct field *c = &f[6 + 4 * i];
-		uint64_t oid;
-		const char *bad = NULL;
-
-		if ((cols[i].name = name_dup(sr, &c[0])) == NULL)
-			bad = "column name";
-		else if (!field_u64(&c[1], &oid) || oid > UINT32_MAX)
-			bad = "type oid";
-		else if (!parse_typmod(&c[2], &cols[i].typmod))
-			bad = "type modifier";
-		else if (c[3].n != 1 || (c[3].p[0] != 'k' && c[3].p[0] != '-'))
-			bad = "column flags";
-		if (bad)
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct sr_key *e = t->buckets[i], *next; e; e = next)
 		{
-			for (uint64_t j = 0; j <= i; j++)
-				free(cols[j].name);
-			free(cols);
-			free(schema);
-			free(table);
-			return fail(sr, "malformed %s of column %d in RELATION", bad, (int) i + 1);
+			next = e->next;
+			free(e->p);
+			fn(e);
 		}
-		cols[i].typoid = (uint32_t) oid;
-		cols[i].key = c[3].p[0] == 'k';
-	}
-
-	r = rel_find(sr, &f[1], &f[2], &h);
-	if (r == NULL)
-	{
-		size_t n = (size_t) (f[2].p + f[2].n - f[1].p);
-
-		r = xcalloc(1, sizeof(*r));
-		r->key = xmalloc(n + 1);
-		memcpy(r->key, f[1].p, n);
-		r->key[n] = '\0';
-		r->keylen = n;
-		r->hash = h;
-		r->schema = schema;
-		r->table = table;
-		if (sr->nrels + 1 > sr->nbuckets)
-			rel_grow(sr);
-		r->next = sr->buckets[h % sr->nbuckets];
-		sr->buckets[h % sr->nbuckets] = r;
-		sr->nrels++;
-	}
-	else
-	{
-		free(schema);
-		free(table);
-		free_cols(r);
-	}
-	r->relid = (uint32_t) relid;
-	r->identity = f[4].p[0];
-	r->ncols = (int) ncols;
-	r->cols = cols;
-	r->gen = ++sr->gen;
-	r->defined = true;
-	rec->rel = r;
-	return true;
+	free(t->buckets);
+	memset(t, 0, sizeof(*t));
 }
 
 /* --- positions ---------------------------------------------------------- */
@@ -393,20 +251,20 @@ parse_relation(struct streamread *sr, struct sr_record *rec)
  * already promised would be read as "already applied" by a consumer that
  * recorded the promise, and silently skipped: it is a malformed stream.
  */
-static bool
-not_below(struct streamread *sr, lsn_t lsn, const char *what)
+bool
+sr_not_below(struct streamread *sr, lsn_t lsn, const char *what)
 {
 	char a[LSN_BUFSZ], b[LSN_BUFSZ];
 
 	if (lsn >= sr->promised)
 		return true;
-	return fail(sr, "%s %s is below position %s, which the stream's %s already reached: "
+	return sr_fail(sr, "%s %s is below position %s, which the stream's %s already reached: "
 				"positions never go back within a stream",
 				what, lsn_format(lsn, a), lsn_format(sr->promised, b), sr->promised_by);
 }
 
-static void
-promise(struct streamread *sr, lsn_t lsn, const char *by)
+void
+sr_promise(struct streamread *sr, lsn_t lsn, const char *by)
 {
 	if (lsn > sr->promised || sr->promised_by == NULL)
 	{
@@ -421,58 +279,53 @@ sr_promised(const struct streamread *sr)
 	return sr->promised;
 }
 
-bool
-sr_line_has_position(const char *line, size_t len)
-{
-	return (len > 6 && memcmp(line, REC_BEGIN "\t", 6) == 0) ||
-		(len > 9 && memcmp(line, REC_POSITION "\t", 9) == 0) ||
-		(len > 4 && memcmp(line, REC_END "\t", 4) == 0);
-}
 
 /* --- records ----------------------------------------------------------- */
 
 static bool
-parse_header(struct streamread *sr, struct sr_record *rec)
+parse_header(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
 	struct field *f = sr->f;
 	uint64_t v;
 	char *slot;
 
 	if (rec->nf < 6)
-		return fail(sr, "PGCS has %zu fields, expected at least 6", rec->nf);
+		return sr_fail(sr, "PGCS has %zu fields, expected at least 6", rec->nf);
 	if (!field_eq(&f[1], "1"))
-		return fail(sr, "unsupported stream format version \"%.*s\"",
+		return sr_fail(sr, "unsupported stream format version \"%.*s\"",
 					(int) (f[1].n > 16 ? 16 : f[1].n), f[1].p);
 	if (!field_u64(&f[2], &v) || f[2].n >= sizeof(rec->sysid))
-		return fail(sr, "malformed system identifier in PGCS");
+		return sr_fail(sr, "malformed system identifier in PGCS");
 	memcpy(rec->sysid, f[2].p, f[2].n);
 	rec->sysid[f[2].n] = '\0';
-	if (!get_u64(sr, &f[3], "PGCS", "timeline", UINT32_MAX, &v))
+	if (!sr_get_u64(sr, &f[3], "PGCS", "timeline", UINT32_MAX, &v))
 		return false;
 	if (v == 0)
-		return fail(sr, "malformed timeline in PGCS");
+		return sr_fail(sr, "malformed timeline in PGCS");
 	rec->timeline = (uint32_t) v;
-	if ((slot = name_dup(sr, &f[4])) == NULL || slot[0] == '\0' ||
+	if ((slot = sr_name_dup(sr, &f[4])) == NULL || slot[0] == '\0' ||
 		strlen(slot) >= sizeof(rec->slot) || strpbrk(slot, "\n\r") != NULL)
 	{
 		free(slot);
-		return fail(sr, "malformed slot name in PGCS");
+		return sr_fail(sr, "malformed slot name in PGCS");
 	}
 	strcpy(rec->slot, slot);
 	free(slot);
-	if (!get_lsn(sr, &f[5], "PGCS", &rec->lsn))
+	if (!sr_get_lsn(sr, &f[5], "PGCS", &rec->lsn))
 		return false;
 	for (size_t i = 6; i < rec->nf; i++)
 	{
-		if (!value_ok(&f[i], false))
-			return fail(sr, "malformed feature %zu in PGCS", i - 5);
+		if (!sr_value_ok(&f[i], false))
+			return sr_fail(sr, "malformed feature %zu in PGCS", i - 5);
+		if (f[i].n >= 7 && memcmp(f[i].p, "server=", 7) == 0)
+			rec->server = (struct field) {f[i].p + 7, f[i].n - 7};
 		/* A "!" feature changes the meaning of the stream: never guess. */
 		if (f[i].n > 0 && f[i].p[0] == '!')
 		{
 			const char *eq = memchr(f[i].p, '=', f[i].n);
 			size_t n = eq ? (size_t) (eq - f[i].p) : f[i].n;
 
-			return fail(sr, "unsupported stream feature \"%.*s\"", (int) (n > 64 ? 64 : n), f[i].p);
+			return sr_fail(sr, "unsupported stream feature \"%.*s\"", (int) (n > 64 ? 64 : n), f[i].p);
 		}
 	}
 
@@ -485,29 +338,27 @@ parse_header(struct streamread *sr, struct sr_record *rec)
 	sr->promised = rec->lsn;
 	sr->promised_by = "header start";
 	/* A new stream describes its tables again before using them. */
-	for (size_t i = 0; i < sr->nbuckets; i++)
-		for (struct sr_rel *r = sr->buckets[i]; r; r = r->next)
-			r->defined = false;
+	sr_rels_undefine(sr);
 	return true;
 }
 
 static bool
-parse_begin(struct streamread *sr, struct sr_record *rec)
+parse_begin(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
 	struct field *f = sr->f;
 
 	if (sr->in_txn)
-		return fail(sr, "BEGIN inside transaction %llu", (unsigned long long) sr->xid);
-	if (!nfields(sr, rec->nf, 4, "BEGIN") ||
-		!get_u64(sr, &f[1], "BEGIN", "xid", UINT64_MAX, &rec->xid) ||
-		!get_lsn(sr, &f[2], "BEGIN", &rec->lsn) ||
+		return sr_fail(sr, "BEGIN inside transaction %llu", (unsigned long long) sr->xid);
+	if (!sr_nfields(sr, rec->nf, 4, "BEGIN") ||
+		!sr_get_u64(sr, &f[1], "BEGIN", "xid", UINT64_MAX, &rec->xid) ||
+		!sr_get_lsn(sr, &f[2], "BEGIN", &rec->lsn) ||
 		!get_time(sr, &f[3], "BEGIN"))
 		return false;
 	if (sr->have_last && rec->lsn <= sr->last_commit_lsn)
 	{
 		char a[LSN_BUFSZ], b[LSN_BUFSZ];
 
-		return fail(sr, "commit LSN %s of transaction %llu is not after the previous one (%s)",
+		return sr_fail(sr, "commit LSN %s of transaction %llu is not after the previous one (%s)",
 					lsn_format(rec->lsn, a), (unsigned long long) rec->xid,
 					lsn_format(sr->last_commit_lsn, b));
 	}
@@ -516,7 +367,7 @@ parse_begin(struct streamread *sr, struct sr_record *rec)
 		char what[64];
 
 		snprintf(what, sizeof(what), "BEGIN of transaction %llu at", (unsigned long long) rec->xid);
-		return not_below(sr, rec->lsn, what);
+		return sr_not_below(sr, rec->lsn, what);
 	}
 	rec->time = f[3];
 	sr->in_txn = true;
@@ -527,178 +378,76 @@ parse_begin(struct streamread *sr, struct sr_record *rec)
 }
 
 static bool
-parse_commit(struct streamread *sr, struct sr_record *rec)
+parse_commit(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
 	struct field *f = sr->f;
 
 	if (!sr->in_txn)
-		return fail(sr, "COMMIT outside a transaction");
-	if (!nfields(sr, rec->nf, 5, "COMMIT") ||
-		!get_u64(sr, &f[1], "COMMIT", "xid", UINT64_MAX, &rec->xid) ||
-		!get_lsn(sr, &f[2], "COMMIT", &rec->lsn) ||
-		!get_lsn(sr, &f[3], "COMMIT", &rec->end_lsn) ||
+		return sr_fail(sr, "COMMIT outside a transaction");
+	if (!sr_nfields(sr, rec->nf, 5, "COMMIT") ||
+		!sr_get_u64(sr, &f[1], "COMMIT", "xid", UINT64_MAX, &rec->xid) ||
+		!sr_get_lsn(sr, &f[2], "COMMIT", &rec->lsn) ||
+		!sr_get_lsn(sr, &f[3], "COMMIT", &rec->end_lsn) ||
 		!get_time(sr, &f[4], "COMMIT"))
 		return false;
 	if (rec->xid != sr->xid)
-		return fail(sr, "COMMIT of transaction %llu inside transaction %llu",
+		return sr_fail(sr, "COMMIT of transaction %llu inside transaction %llu",
 					(unsigned long long) rec->xid, (unsigned long long) sr->xid);
 	if (rec->lsn != sr->commit_lsn)
-		return fail(sr, "COMMIT LSN of transaction %llu differs from its BEGIN",
+		return sr_fail(sr, "COMMIT LSN of transaction %llu differs from its BEGIN",
 					(unsigned long long) rec->xid);
 	if (rec->end_lsn <= rec->lsn)
-		return fail(sr, "end LSN of transaction %llu is not after its commit LSN",
+		return sr_fail(sr, "end LSN of transaction %llu is not after its commit LSN",
 					(unsigned long long) rec->xid);
 	rec->time = f[4];
 	sr->in_txn = false;
 	sr->after_begin = false;
 	sr->last_commit_lsn = rec->lsn;
 	sr->have_last = true;
-	promise(sr, rec->end_lsn, "COMMIT end");
+	sr_promise(sr, rec->end_lsn, "COMMIT end");
 	return true;
 }
 
 static bool
-in_txn_or_fail(struct streamread *sr, const char *rec)
-{
-	if (!sr->in_txn)
-		return fail(sr, "%s outside a transaction", rec);
-	return true;
-}
-
-static bool
-parse_insert(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
+parse_message(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
 	struct field *f = sr->f;
 
-	if (!in_txn_or_fail(sr, "INSERT"))
-		return false;
-	if (rec->nf < 3)
-		return nfields(sr, rec->nf, 3, "INSERT");
-	if (!rel_lookup(sr, &f[1], "INSERT", &rec->rel) ||
-		!nfields(sr, rec->nf, 3 + (size_t) rec->rel->ncols, "INSERT") ||
-		!values_ok(sr, &f[3], rec->rel->ncols, false, "INSERT"))
-		return false;
-	rec->newv = &f[3];
-	rec->copy_row = rec->nf > 3 ? f[3].p : line + len;
-	rec->copy_len = (size_t) (line + len - rec->copy_row);
-	return true;
-}
-
-static bool
-parse_update_delete(struct streamread *sr, struct sr_record *rec, bool update)
-{
-	const char *name = update ? "UPDATE" : "DELETE";
-	struct field *f = sr->f;
-	struct sr_rel *r;
-	size_t want;
-
-	if (!in_txn_or_fail(sr, name))
-		return false;
-	if (rec->nf < 4)
-		return nfields(sr, rec->nf, 4, name);
-	if (!rel_lookup(sr, &f[1], name, &rec->rel))
-		return false;
-	r = rec->rel;
-	if (f[3].n != 1 || f[3].p[0] == '\0' || strchr(update ? "NKO" : "KO", f[3].p[0]) == NULL)
-		return fail(sr, "malformed old-row kind in %s", name);
-	rec->kind = f[3].p[0];
-	want = 4 + (size_t) r->ncols * (update && rec->kind != 'N' ? 2 : 1);
-	if (!nfields(sr, rec->nf, want, name))
-		return false;
-	if (rec->kind != 'N')
-	{
-		rec->oldv = &f[4];
-		if (!values_ok(sr, rec->oldv, r->ncols, false, update ? "UPDATE old" : "DELETE"))
-			return false;
-	}
-	if (update)
-	{
-		rec->newv = &f[4 + (rec->kind == 'N' ? 0 : r->ncols)];
-		if (!values_ok(sr, rec->newv, r->ncols, true, "UPDATE"))
-			return false;
-		/* The row is found by the new key: it must be there. */
-		if (rec->kind == 'N')
-			for (int i = 0; i < r->ncols; i++)
-				if (r->cols[i].key && field_is_unchanged(rec->newv[i].p, rec->newv[i].n))
-					return fail(sr, "unchanged-value token \\U in key column %d of UPDATE", i + 1);
-	}
-	return true;
-}
-
-static bool
-parse_truncate(struct streamread *sr, struct sr_record *rec)
-{
-	struct field *f = sr->f;
-	size_t n;
-
-	if (!in_txn_or_fail(sr, "TRUNCATE"))
-		return false;
-	if (rec->nf < 4 || rec->nf % 2 != 0)
-		return fail(sr, "TRUNCATE has %zu fields, expected an even number of at least 4", rec->nf);
-	if (field_eq(&f[1], "-"))
-		rec->trunc_flags = 0;
-	else if (field_eq(&f[1], "cascade"))
-		rec->trunc_flags = SR_TRUNC_CASCADE;
-	else if (field_eq(&f[1], "restart_identity"))
-		rec->trunc_flags = SR_TRUNC_RESTART;
-	else if (field_eq(&f[1], "cascade,restart_identity"))
-		rec->trunc_flags = SR_TRUNC_CASCADE | SR_TRUNC_RESTART;
-	else
-		return fail(sr, "malformed options in TRUNCATE");
-	n = (rec->nf - 2) / 2;
-	if (n > sr->trunccap)
-	{
-		sr->trunccap = n;
-		sr->trunc = xrealloc(sr->trunc, n * sizeof(*sr->trunc));
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!rel_lookup(sr, &f[2 + 2 * i], "TRUNCATE", &sr->trunc[i]))
-			return false;
-	rec->trunc_rels = sr->trunc;
-	rec->ntrunc = n;
-	return true;
-}
-
-static bool
-parse_message(struct streamread *sr, struct sr_record *rec)
-{
-	struct field *f = sr->f;
-
-	if (!nfields(sr, rec->nf, 5, "MESSAGE"))
+	if (!sr_nfields(sr, rec->nf, 5, "MESSAGE"))
 		return false;
 	if (field_eq(&f[1], "t"))
 		rec->transactional = true;
 	else if (field_eq(&f[1], "n"))
 		rec->transactional = false;
 	else
-		return fail(sr, "malformed kind in MESSAGE");
+		return sr_fail(sr, "malformed kind in MESSAGE");
 	if (rec->transactional && !sr->in_txn)
-		return fail(sr, "transactional MESSAGE outside a transaction");
+		return sr_fail(sr, "transactional MESSAGE outside a transaction");
 	if (!rec->transactional && sr->in_txn)
-		return fail(sr, "non-transactional MESSAGE inside transaction %llu",
+		return sr_fail(sr, "non-transactional MESSAGE inside transaction %llu",
 					(unsigned long long) sr->xid);
-	if (!get_lsn(sr, &f[2], "MESSAGE", &rec->lsn))
+	if (!sr_get_lsn(sr, &f[2], "MESSAGE", &rec->lsn))
 		return false;
-	if (!value_ok(&f[3], false) || field_is_null(f[3].p, f[3].n))
-		return fail(sr, "malformed prefix in MESSAGE");
+	if (!sr_value_ok(&f[3], false) || field_is_null(f[3].p, f[3].n))
+		return sr_fail(sr, "malformed prefix in MESSAGE");
 	if (f[4].n % 2 != 0)
-		return fail(sr, "malformed content in MESSAGE");
+		return sr_fail(sr, "malformed content in MESSAGE");
 	for (size_t i = 0; i < f[4].n; i++)
 		if (!((f[4].p[i] >= '0' && f[4].p[i] <= '9') || (f[4].p[i] >= 'a' && f[4].p[i] <= 'f')))
-			return fail(sr, "malformed content in MESSAGE");
+			return sr_fail(sr, "malformed content in MESSAGE");
 	return true;
 }
 
 static bool
-parse_position(struct streamread *sr, struct sr_record *rec, bool end)
+position_or_end(struct streamread *sr, struct sr_record *rec, bool end)
 {
 	const char *name = end ? "END" : "POSITION";
 	struct field *f = sr->f;
 
 	if (sr->in_txn)
-		return fail(sr, "%s inside transaction %llu", name, (unsigned long long) sr->xid);
-	if (!nfields(sr, rec->nf, end ? 2 : 3, name) ||
-		!get_lsn(sr, &f[1], name, &rec->lsn))
+		return sr_fail(sr, "%s inside transaction %llu", name, (unsigned long long) sr->xid);
+	if (!sr_nfields(sr, rec->nf, end ? 2 : 3, name) ||
+		!sr_get_lsn(sr, &f[1], name, &rec->lsn))
 		return false;
 	if (!end)
 	{
@@ -706,113 +455,174 @@ parse_position(struct streamread *sr, struct sr_record *rec, bool end)
 			return false;
 		rec->time = f[2];
 	}
-	if (!not_below(sr, rec->lsn, name))
+	if (!sr_not_below(sr, rec->lsn, name))
 		return false;
-	promise(sr, rec->lsn, name);
+	sr_promise(sr, rec->lsn, name);
 	return true;
 }
 
-static const struct {
-	const char *name;
-	enum sr_type type;
-} names[] = {
-	{REC_HEADER, SR_HEADER}, {REC_RELATION, SR_RELATION}, {REC_TYPE, SR_TYPE},
-	{REC_BEGIN, SR_BEGIN}, {REC_ORIGIN, SR_ORIGIN}, {REC_COMMIT, SR_COMMIT},
-	{REC_INSERT, SR_INSERT}, {REC_UPDATE, SR_UPDATE}, {REC_DELETE, SR_DELETE},
-	{REC_TRUNCATE, SR_TRUNCATE}, {REC_MESSAGE, SR_MESSAGE},
-	{REC_POSITION, SR_POSITION}, {REC_END, SR_END}, {REC_SNAPSHOT, SR_SNAPSHOT},
-	{REC_CHUNKS, SR_CHUNKS},
+static bool
+parse_position(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
+{
+	return position_or_end(sr, rec, false);
+}
+
+static bool
+parse_end(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
+{
+	return position_or_end(sr, rec, true);
+}
+
+static bool
+parse_type(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
+{
+	struct field *f = sr->f;
+	uint64_t oid;
+
+	if (!sr_nfields(sr, rec->nf, 4, "TYPE") ||
+		!sr_get_u64(sr, &f[1], "TYPE", "type oid", UINT32_MAX, &oid))
+		return false;
+	if (!sr_value_ok(&f[2], false) || !sr_value_ok(&f[3], false))
+		return sr_fail(sr, "malformed name in TYPE");
+	return true;
+}
+
+static bool
+parse_origin(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
+{
+	struct field *f = sr->f;
+
+	if (!sr->origin_allowed)
+		return sr_fail(sr, "ORIGIN not right after a BEGIN");
+	if (!sr_nfields(sr, rec->nf, 3, "ORIGIN") || !sr_get_lsn(sr, &f[1], "ORIGIN", &rec->lsn))
+		return false;
+	if (!sr_value_ok(&f[2], false))
+		return sr_fail(sr, "malformed origin name in ORIGIN");
+	return true;
+}
+
+/* --- the grammar ------------------------------------------------------- */
+
+/*
+ * Every record of the format: its name, where it may stand, whether its
+ * fields are split, its handler. sr_parse() finds the entry by name and
+ * rejects a record in a place its entry does not name; the handler checks
+ * the fields and the order within that place.
+ */
+static const struct sr_kind kinds[] = {
+	{REC_HEADER, SR_HEADER, SR_AT_STREAM, true, parse_header},
+	{REC_RELATION, SR_RELATION, SR_AT_STREAM, true, sr_parse_relation},
+	{REC_TYPE, SR_TYPE, SR_AT_STREAM, true, parse_type},
+	{REC_BEGIN, SR_BEGIN, SR_AT_STREAM, true, parse_begin},
+	{REC_ORIGIN, SR_ORIGIN, SR_AT_STREAM, true, parse_origin},
+	{REC_COMMIT, SR_COMMIT, SR_AT_STREAM, true, parse_commit},
+	{REC_INSERT, SR_INSERT, SR_AT_STREAM, true, sr_parse_insert},
+	{REC_UPDATE, SR_UPDATE, SR_AT_STREAM, true, sr_parse_update},
+	{REC_DELETE, SR_DELETE, SR_AT_STREAM, true, sr_parse_delete},
+	{REC_TRUNCATE, SR_TRUNCATE, SR_AT_STREAM, true, sr_parse_truncate},
+	{REC_MESSAGE, SR_MESSAGE, SR_AT_STREAM, true, parse_message},
+	{REC_POSITION, SR_POSITION, SR_AT_STREAM, true, parse_position},
+	{REC_END, SR_END, SR_AT_STREAM, true, parse_end},
+	{REC_SNAPSHOT, SR_SNAPSHOT, SR_AT_STREAM, true, sr_parse_snapshot},
+	{REC_COPY, SR_COPY, SR_AT_SECTION, true, sr_parse_copy},
+	{REC_ROW, SR_ROW, SR_AT_FRAME, false, sr_parse_row},
+	{REC_ENDCOPY, SR_ENDCOPY, SR_AT_FRAME, true, sr_parse_endcopy},
+	{REC_TABLEDONE, SR_TABLEDONE, SR_AT_SECTION, true, sr_parse_tabledone},
+	{REC_SNAPSHOTDONE, SR_SNAPSHOTDONE, SR_AT_SECTION, true, sr_parse_snapshotdone},
+	{REC_CHUNKS, SR_CHUNKS, SR_AT_STREAM, true, sr_parse_chunks},
+	{REC_CHUNK, SR_CHUNK, SR_AT_SECTION, true, sr_parse_chunk},
+	{REC_CHUNKSDONE, SR_CHUNKSDONE, SR_AT_SECTION, true, sr_parse_chunksdone},
 };
 
-static const char *const frame_names[] = {
-	REC_COPY, REC_ROW, REC_ENDCOPY, REC_TABLEDONE, REC_SNAPSHOTDONE, REC_CHUNK, REC_CHUNKSDONE,
-};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+/* The record name of a line: the bytes before its first TAB. */
+static struct field
+line_name(const char *line, size_t len)
+{
+	const char *tab = memchr(line, '\t', len);
+
+	return (struct field) {line, tab ? (size_t) (tab - line) : len};
+}
+
+static const struct sr_kind *
+kind_named(const struct field *name)
+{
+	for (size_t i = 0; i < NKINDS; i++)
+		if (field_eq(name, kinds[i].name))
+			return &kinds[i];
+	return NULL;
+}
+
+const char *
+sr_type_name(enum sr_type type)
+{
+	for (size_t i = 0; i < NKINDS; i++)
+		if (kinds[i].type == type)
+			return kinds[i].name;
+	return "?";
+}
+
+bool
+sr_line_is(const char *line, size_t len, enum sr_type type)
+{
+	struct field name = line_name(line, len);
+	const struct sr_kind *k = kind_named(&name);
+
+	return k != NULL && k->type == type && name.n < len;
+}
+
+bool
+sr_line_has_position(const char *line, size_t len)
+{
+	return sr_line_is(line, len, SR_BEGIN) || sr_line_is(line, len, SR_POSITION) ||
+		sr_line_is(line, len, SR_END);
+}
+
+/* A record (k, NULL when unknown) where its entry does not allow it. */
+static bool
+misplaced(struct streamread *sr, const struct sr_kind *k, const struct field *name, unsigned at)
+{
+	if (at == SR_AT_FRAME)
+		return sr_fail(sr, "expected ROW or ENDCOPY in the frame of %s", sr->frame->shown);
+	if (!field_is_name(name))
+		return sr_fail(sr, at == SR_AT_SECTION ? "malformed record inside the snapshot section"
+					   : "malformed record name");
+	if (at == SR_AT_SECTION)
+		return sr_fail(sr, "unexpected %.*s record inside the snapshot section",
+					   (int) (name->n > 16 ? 16 : name->n), name->p);
+	if (k)
+		return sr_fail(sr, "%s outside a snapshot section", k->name);
+	return sr_fail(sr, "unknown record \"%.*s\"", (int) (name->n > 32 ? 32 : name->n), name->p);
+}
 
 bool
 sr_parse(struct streamread *sr, const char *line, size_t len, struct sr_record *rec)
 {
-	struct field *f = sr->f;
-	bool after_begin = sr->after_begin;
-	size_t i;
+	struct field name = line_name(line, len);
+	const struct sr_kind *k = kind_named(&name);
+	unsigned at = sr->frame ? SR_AT_FRAME : sr->section >= 0 ? SR_AT_SECTION : SR_AT_STREAM;
 
 	memset(rec, 0, sizeof(*rec));
 	sr->err[0] = '\0';
+	sr->origin_allowed = sr->after_begin;
 	sr->after_begin = false;
-	rec->nf = rec_split(line, len, f, SR_MAX_FIELDS);
-	rec->f = f;
-	if (rec->nf > SR_MAX_FIELDS)
-		return fail(sr, "too many fields (more than %d)", SR_MAX_FIELDS);
-	if (!field_is_name(&f[0]))
-		return fail(sr, "malformed record name");
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (field_eq(&f[0], names[i].name))
-			break;
-	if (i == sizeof(names) / sizeof(names[0]))
+	rec->f = sr->f;
+	if (k == NULL || (k->where & at) == 0)
+		return misplaced(sr, k, &name, at);
+	rec->type = k->type;
+	if (k->split)
 	{
-		for (size_t j = 0; j < sizeof(frame_names) / sizeof(frame_names[0]); j++)
-			if (field_eq(&f[0], frame_names[j]))
-				return fail(sr, "%s outside a snapshot section", frame_names[j]);
-		return fail(sr, "unknown record \"%.*s\"", (int) (f[0].n > 32 ? 32 : f[0].n), f[0].p);
+		rec->nf = rec_split(line, len, sr->f, SR_MAX_FIELDS);
+		if (rec->nf > SR_MAX_FIELDS)
+			return sr_fail(sr, "too many fields (more than %d)", SR_MAX_FIELDS);
 	}
-	rec->type = names[i].type;
+	else
+	{
+		sr->f[0] = name;
+		rec->nf = 1;
+	}
 	if (!sr->started && rec->type != SR_HEADER)
-		return fail(sr, "stream does not start with a PGCS header");
-
-	switch (rec->type)
-	{
-		case SR_HEADER:
-			return parse_header(sr, rec);
-		case SR_RELATION:
-			return parse_relation(sr, rec);
-		case SR_TYPE:
-		{
-			uint64_t oid;
-
-			return nfields(sr, rec->nf, 4, "TYPE") &&
-				get_u64(sr, &f[1], "TYPE", "type oid", UINT32_MAX, &oid) &&
-				(value_ok(&f[2], false) && value_ok(&f[3], false)
-				 ? true : fail(sr, "malformed name in TYPE"));
-		}
-		case SR_BEGIN:
-			return parse_begin(sr, rec);
-		case SR_ORIGIN:
-			if (!after_begin)
-				return fail(sr, "ORIGIN not right after a BEGIN");
-			if (!nfields(sr, rec->nf, 3, "ORIGIN") || !get_lsn(sr, &f[1], "ORIGIN", &rec->lsn))
-				return false;
-			if (!value_ok(&f[2], false))
-				return fail(sr, "malformed origin name in ORIGIN");
-			return true;
-		case SR_COMMIT:
-			return parse_commit(sr, rec);
-		case SR_INSERT:
-			return parse_insert(sr, rec, line, len);
-		case SR_UPDATE:
-			return parse_update_delete(sr, rec, true);
-		case SR_DELETE:
-			return parse_update_delete(sr, rec, false);
-		case SR_TRUNCATE:
-			return parse_truncate(sr, rec);
-		case SR_MESSAGE:
-			return parse_message(sr, rec);
-		case SR_POSITION:
-			return parse_position(sr, rec, false);
-		case SR_END:
-			return parse_position(sr, rec, true);
-		case SR_SNAPSHOT:
-			if (sr->in_txn)
-				return fail(sr, "SNAPSHOT inside transaction %llu", (unsigned long long) sr->xid);
-			if (!nfields(sr, rec->nf, 4, "SNAPSHOT") || !get_lsn(sr, &f[1], "SNAPSHOT", &rec->lsn) ||
-				!not_below(sr, rec->lsn, "SNAPSHOT"))
-				return false;
-			promise(sr, rec->lsn, "SNAPSHOT");
-			return true;
-		case SR_CHUNKS:
-			/* No promise: the stream goes on from the job's own position,
-			 * below this one (formats/stream-v1.md). */
-			if (sr->in_txn)
-				return fail(sr, "CHUNKS inside transaction %llu", (unsigned long long) sr->xid);
-			return nfields(sr, rec->nf, 4, "CHUNKS") && get_lsn(sr, &f[1], "CHUNKS", &rec->lsn);
-	}
-	return fail(sr, "unknown record");
+		return sr_fail(sr, "stream does not start with a PGCS header");
+	return k->parse(sr, rec, line, len);
 }

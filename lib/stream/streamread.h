@@ -1,9 +1,14 @@
 /*
- * streamread.h - parse and check change-stream lines (formats/stream-v1.md)
- * into records: record names, field counts, escaping, LSNs, integers,
- * transaction structure and the RELATION each change refers to. Pure: no I/O
- * and no database, so it can be unit-tested and fuzzed on its own. Never
- * returns a malformed line as a record, and never puts a value into an error.
+ * streamread.h - the one parser of the change stream (formats/stream-v1.md):
+ * every line of it, transactions and snapshot sections alike, into records:
+ * record names, where each may stand, field counts, escaping, LSNs,
+ * integers, transaction structure, the RELATION each change refers to, the
+ * frames of a snapshot section and their counts. Pure: no I/O and no
+ * database, so it can be unit-tested and fuzzed on its own. Never returns a
+ * malformed line as a record, and never puts a value into an error.
+ *
+ * A new record is one entry in the table of streamread.c (its name, where
+ * it may stand, its handler) plus its type here and its handler.
  */
 #ifndef PGSYNC_STREAMREAD_H
 #define PGSYNC_STREAMREAD_H
@@ -21,7 +26,17 @@
 enum sr_type {
 	SR_HEADER, SR_RELATION, SR_TYPE, SR_BEGIN, SR_ORIGIN, SR_COMMIT,
 	SR_INSERT, SR_UPDATE, SR_DELETE, SR_TRUNCATE, SR_MESSAGE, SR_POSITION,
-	SR_END, SR_SNAPSHOT, SR_CHUNKS,
+	SR_END, SR_SNAPSHOT, SR_COPY, SR_ROW, SR_ENDCOPY, SR_TABLEDONE, SR_SNAPSHOTDONE,
+	SR_CHUNKS, SR_CHUNK, SR_CHUNKSDONE,
+};
+
+/* The link of a name table entry, keyed by the raw "schema TAB table" span
+ * of the stream (p, n). The parser's own: consumers never touch it. */
+struct sr_key {
+	struct sr_key *next;
+	uint64_t hash;
+	char *p;
+	size_t n;
 };
 
 struct sr_col {
@@ -37,10 +52,8 @@ struct sr_col {
  * so consumers can keep pointers and notice redefinitions cheaply.
  */
 struct sr_rel {
+	struct sr_key k;			/* first: the raw "schema TAB table" of the stream */
 	char *schema, *table;		/* unescaped */
-	char *key;					/* the raw "schema TAB table" of the stream */
-	size_t keylen;
-	uint64_t hash;
 	uint32_t relid;
 	char identity;				/* d f i n */
 	int ncols;
@@ -48,7 +61,24 @@ struct sr_rel {
 	uint64_t gen;				/* distinct for every RELATION read */
 	bool defined;				/* described in the current stream */
 	void *user;					/* consumer data, never touched here */
-	struct sr_rel *next;
+};
+
+/*
+ * A table of a snapshot section, as its COPY and TABLEDONE records name
+ * it. One object per name for the section; it stays valid after
+ * SNAPSHOTDONE until the next section opens, sr_rewind() or sr_free().
+ */
+struct sr_table {
+	struct sr_key k;			/* first: the raw "schema TAB table" */
+	char *schema, *table;		/* unescaped */
+	char *shown;				/* "schema.table" for messages, escaped as in the stream */
+	char *cols;					/* raw "ncols TAB names" of its first COPY, or NULL */
+	size_t colslen;
+	int ncols;					/* of its first COPY */
+	uint64_t rows, bytes;		/* of its closed frames */
+	bool done;					/* its TABLEDONE was read */
+	bool keyed;					/* a chunk section copies it in key chunks, not in one piece */
+	void *user;					/* consumer data, never touched here */
 };
 
 #define SR_TRUNC_CASCADE 1
@@ -57,14 +87,16 @@ struct sr_rel {
 struct sr_record {
 	enum sr_type type;
 	struct field *f;			/* the raw fields, valid until the next call */
-	size_t nf;
+	size_t nf;					/* ROW: 1, its values are not split (copy_row) */
 	/* PGCS */
 	char sysid[24];
 	uint32_t timeline;
 	char slot[128];
 	bool interrupted;			/* a transaction was open: it is void */
 	uint64_t open_xid;			/* ... and this was its xid */
-	/* BEGIN, COMMIT, ORIGIN; start of PGCS; POSITION, END, SNAPSHOT position */
+	struct field server;		/* the server= feature's value, empty if none */
+	/* BEGIN, COMMIT, ORIGIN; start of PGCS; POSITION, END, SNAPSHOT,
+	 * SNAPSHOTDONE, CHUNKS and CHUNKSDONE position */
 	uint64_t xid;
 	lsn_t lsn;					/* commit LSN or position */
 	lsn_t end_lsn;				/* COMMIT */
@@ -73,7 +105,7 @@ struct sr_record {
 	struct sr_rel *rel;
 	char kind;					/* UPDATE/DELETE: N K O; INSERT: 0 */
 	const struct field *oldv, *newv;	/* ncols values each, or NULL */
-	const char *copy_row;		/* INSERT: the values as a COPY text row */
+	const char *copy_row;		/* INSERT, ROW: the values as a COPY text row */
 	size_t copy_len;
 	/* TRUNCATE */
 	int trunc_flags;
@@ -81,6 +113,14 @@ struct sr_record {
 	size_t ntrunc;
 	/* MESSAGE */
 	bool transactional;
+	/* snapshot and chunk sections */
+	struct sr_table *table;		/* COPY, ROW, ENDCOPY, TABLEDONE, CHUNK */
+	uint64_t ntables;			/* SNAPSHOT, CHUNKS */
+	int nkey;					/* CHUNK: nkey key columns, lo and hi values: */
+	const struct field *key_cols, *lo, *hi;	/* lo, hi all \N: unbounded */
+	const struct field *colnames;	/* COPY: table->ncols column names */
+	uint64_t nrows, nbytes;		/* ENDCOPY: the frame's; TABLEDONE: the table's.
+								 * nbytes counts COPY text: rows without ROW, with LF */
 };
 
 struct streamread;
@@ -110,6 +150,14 @@ lsn_t sr_promised(const struct streamread *sr);
 /* Is line a BEGIN, POSITION or END: one sr_parse() checks against that
  * promise, and that changes no RELATION? */
 bool sr_line_has_position(const char *line, size_t len);
+/* The record name of a type ("COPY"). */
+const char *sr_type_name(enum sr_type type);
+/* Is line a record of type with fields (its name, then a TAB)? Nothing
+ * else of it is checked: for a look at a line before it is parsed. */
+bool sr_line_is(const char *line, size_t len, enum sr_type type);
+/* Inside a snapshot or chunk section (SNAPSHOT or CHUNKS read, its
+ * SNAPSHOTDONE or CHUNKSDONE not yet)? */
+bool sr_in_section(const struct streamread *sr);
 /* Has a header been read yet. */
 bool sr_started(const struct streamread *sr);
 
@@ -125,6 +173,7 @@ struct sr_mark {
 	lsn_t promised;
 	const char *promised_by;
 };
+/* A rewind also leaves any snapshot section: none is open at a mark. */
 void sr_mark(const struct streamread *sr, struct sr_mark *m);
 void sr_rewind(struct streamread *sr, const struct sr_mark *m);
 

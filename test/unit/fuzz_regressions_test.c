@@ -52,6 +52,26 @@ test_nul_single_byte_fields(void)
 }
 
 /*
+ * streamread_fuzz: the snapshot frame errors named a table by its unescaped
+ * name, so a name holding a newline (written \n in the stream) broke the
+ * one-line error in two. They name it as the stream writes it.
+ */
+static void
+test_frame_error_names_one_line(void)
+{
+	struct streamread *sr = sr_new();
+
+	CHECK(parsez(sr, "PGCS\t1\t1\t1\t-\t0/10") && parsez(sr, "SNAPSHOT\t0/10\tx\t1"));
+	CHECK(parsez(sr, "COPY\t\\npublic\tt\\tab\t1\tid") && parsez(sr, "ROW\t1"));
+	CHECK(!parsez(sr, "ENDCOPY\t2"));
+	CHECK(strchr(sr_error(sr), '\n') == NULL && strchr(sr_error(sr), '\t') == NULL);
+	CHECK(strstr(sr_error(sr), "ENDCOPY of \\npublic.t\\tab counts 2 rows, the frame has 1") != NULL);
+	CHECK(!parsez(sr, "BEGIN\t1\t0/10\t2026-11-30 14:03:07.123456+00"));
+	CHECK(strstr(sr_error(sr), "in the frame of \\npublic.t\\tab") != NULL);
+	sr_free(sr);
+}
+
+/*
  * walstream_fuzz: OID 0 matched a free slot of walencode's OID maps (free
  * slots are marked by OID 0), so a change for relation 0 or a column of type
  * 0 found an empty description: memcpy from NULL, and a TRUNCATE naming no
@@ -124,6 +144,7 @@ int
 main(void)
 {
 	test_nul_single_byte_fields();
+	test_frame_error_names_one_line();
 	test_oid_zero();
 	return unit_done("fuzz_regressions");
 }

@@ -336,6 +336,311 @@ test_mutations(void)
 	CHECK(parsed > 0 && failed > 0);
 }
 
+/* --- snapshot sections --------------------------------------------------- */
+
+#define SHDR "PGCS\t1\t7442718406132410263\t1\tapp_slot\t0/1A00000\tproducer=pg-snapshot-dump/0.1.0\tserver=170002"
+#define SNAP "SNAPSHOT\t0/1A00000\t00000003-00000002-1\t2"
+#define COPYU "COPY\tpublic\tusers\t3\tid\tname\tbio"
+
+/* A reader after the lines given, each of which must parse. */
+static struct streamread *
+after(const char *const *lines)
+{
+	struct streamread *sr = sr_new();
+
+	for (; *lines; lines++)
+		if (!p(sr, *lines))
+			fprintf(stderr, "setup failed at \"%s\": %s\n", *lines, sr_error(sr)), unit_failed++;
+	return sr;
+}
+
+static const char *const in_section[] = {SHDR, SNAP, NULL};
+static const char *const in_frame[] = {SHDR, SNAP, COPYU, "ROW\t3\tGrace\t\\N", NULL};
+
+/* Each line is rejected with want, in a fresh reader after the lines given. */
+static void
+bad_after(const char *const *lines, const char *line, const char *want)
+{
+	struct streamread *sr = after(lines);
+
+	bad(sr, line, want);
+	sr_free(sr);
+}
+
+/* formats/stream-v1.md's example, record by record. */
+static void
+test_section_example(void)
+{
+	struct streamread *sr = sr_new();
+	struct sr_table *users;
+
+	CHECK(p(sr, SHDR));
+	CHECK(rec.server.n == 6 && memcmp(rec.server.p, "170002", 6) == 0);
+	CHECK(!sr_in_section(sr));
+	CHECK(p(sr, SNAP));
+	CHECK(rec.type == SR_SNAPSHOT && rec.lsn == 0x1A00000 && rec.ntables == 2);
+	CHECK(sr_in_section(sr));
+	CHECK(p(sr, COPYU));
+	CHECK(rec.type == SR_COPY && rec.table != NULL);
+	users = rec.table;
+	CHECK_STR(users->schema, "public");
+	CHECK_STR(users->table, "users");
+	CHECK(users->ncols == 3 && rec.colnames[0].n == 2 && memcmp(rec.colnames[2].p, "bio", 3) == 0);
+	users->user = &rec;			/* consumer data survives */
+	CHECK(p(sr, "ROW\t3\tGrace\t\\N"));
+	CHECK(rec.type == SR_ROW && rec.table == users && rec.nf == 1);
+	CHECK(rec.copy_len == strlen("3\tGrace\t\\N") && strncmp(rec.copy_row, "3\tGrace\t\\N", rec.copy_len) == 0);
+	CHECK(p(sr, "ROW\t4\t\\\\N is not NULL\t"));
+	CHECK(p(sr, "ENDCOPY\t2"));
+	CHECK(rec.type == SR_ENDCOPY && rec.table == users && rec.nrows == 2);
+	/* COPY text: "3\tGrace\t\\N\n" and "4\t\\\\N is not NULL\t\n" */
+	CHECK(rec.nbytes == 11 + 19);
+	CHECK(p(sr, "TABLEDONE\tpublic\tusers\t2\t30"));
+	CHECK(rec.type == SR_TABLEDONE && rec.table == users && rec.nrows == 2 && rec.nbytes == 30);
+	CHECK(users->done && users->user == &rec);
+	/* A table without rows gets no frame, only its TABLEDONE. */
+	CHECK(p(sr, "TABLEDONE\tpublic\tempty\t0\t0"));
+	CHECK(rec.table != users && rec.table->done && rec.table->cols == NULL);
+	CHECK(p(sr, "SNAPSHOTDONE\t0/1A00000"));
+	CHECK(rec.type == SR_SNAPSHOTDONE && rec.lsn == 0x1A00000);
+	CHECK(!sr_in_section(sr));
+	/* The section's tables stay valid for the loader that finishes. */
+	CHECK_STR(users->table, "users");
+	/* The change stream continues from the snapshot's position. */
+	CHECK(p(sr, "RELATION\tpublic\tusers\t16385\td\t1\tid\t23\t-1\tk"));
+	CHECK(p(sr, "BEGIN\t741\t0/1A01F20\t2026-11-30 14:03:07.123456+00"));
+	CHECK(p(sr, "INSERT\tpublic\tusers\t1"));
+	CHECK(p(sr, "COMMIT\t741\t0/1A01F20\t0/1A01F50\t2026-11-30 14:03:07.123456+00"));
+	sr_free(sr);
+}
+
+/* Frames of several tables interleave; each table keeps one object and
+ * counts the rows and bytes of all its frames. A table of no columns has
+ * bare ROW lines. */
+static void
+test_section_frames(void)
+{
+	const char *const lines[] = {SHDR, SNAP, NULL};
+	struct streamread *sr = after(lines);
+	struct sr_table *a, *e;
+
+	CHECK(p(sr, "COPY\tpublic\ta\t1\tid"));
+	a = rec.table;
+	CHECK(p(sr, "ROW\t1") && p(sr, "ENDCOPY\t1"));
+	CHECK(p(sr, "COPY\tpublic\te\t0"));
+	e = rec.table;
+	CHECK(e != a && e->ncols == 0);
+	CHECK(p(sr, "ROW") && rec.copy_len == 0);
+	CHECK(p(sr, "ROW") && p(sr, "ENDCOPY\t2") && rec.nbytes == 2);
+	CHECK(p(sr, "COPY\tpublic\ta\t1\tid") && rec.table == a);
+	CHECK(p(sr, "ROW\t22") && p(sr, "ROW\t333") && p(sr, "ENDCOPY\t2"));
+	CHECK(rec.nrows == 2 && rec.nbytes == 7);
+	CHECK(a->rows == 3 && a->bytes == 9);
+	CHECK(p(sr, "COPY\tpublic\ta\t1\tid") && p(sr, "ENDCOPY\t0"));
+	bad(sr, "TABLEDONE\tpublic\ta\t3\t10", "TABLEDONE of public.a counts 3 rows and 10 bytes, its frames had 3 and 9");
+	CHECK(p(sr, "TABLEDONE\tpublic\ta\t3\t9"));
+	CHECK(p(sr, "TABLEDONE\tpublic\te\t2\t2"));
+	bad(sr, "SNAPSHOTDONE\t0/1A00001", "SNAPSHOTDONE position differs from its SNAPSHOT");
+	CHECK(p(sr, "SNAPSHOTDONE\t0/1A00000"));
+	/* A new section has tables of its own. */
+	CHECK(p(sr, "SNAPSHOT\t0/1A00000\tx\t1"));
+	CHECK(p(sr, "COPY\tpublic\ta\t1\tid") && !rec.table->done && rec.table->rows == 0);
+	sr_free(sr);
+}
+
+/* Where each record may stand. */
+static void
+test_section_places(void)
+{
+	const char *const stream[] = {SHDR, NULL};
+	const char *const in_txn[] = {SHDR, "BEGIN\t741\t0/1A01F20\t2026-11-30 14:03:07.123456+00", NULL};
+
+	bad_after(stream, "ROW\t1", "ROW outside a snapshot section");
+	bad_after(stream, "COPY\tpublic\tusers\t1\tid", "COPY outside a snapshot section");
+	bad_after(stream, "ENDCOPY\t0", "ENDCOPY outside a snapshot section");
+	bad_after(stream, "TABLEDONE\tpublic\tusers\t0\t0", "TABLEDONE outside a snapshot section");
+	bad_after(stream, "SNAPSHOTDONE\t0/1A00000", "SNAPSHOTDONE outside a snapshot section");
+	bad_after(in_txn, "SNAPSHOT\t0/1A00000\tx\t1", "SNAPSHOT inside transaction 741");
+
+	bad_after(in_section, "BEGIN\t741\t0/1A01F20\t2026-11-30 14:03:07.123456+00",
+			  "unexpected BEGIN record inside the snapshot section");
+	bad_after(in_section, SHDR, "unexpected PGCS record inside the snapshot section");
+	bad_after(in_section, "SNAPSHOT\t0/1A00000\tx\t1", "unexpected SNAPSHOT record inside the snapshot section");
+	bad_after(in_section, "ROW\t1", "unexpected ROW record inside the snapshot section");
+	bad_after(in_section, "ENDCOPY\t0", "unexpected ENDCOPY record inside the snapshot section");
+	bad_after(in_section, "NOSUCHRECORDATALLXYZ\t1", "unexpected NOSUCHRECORDATAL record inside");
+	bad_after(in_section, "copy\tpublic\tusers\t0", "malformed record inside the snapshot section");
+	bad_after(in_section, "", "malformed record inside the snapshot section");
+
+	bad_after(in_frame, "TABLEDONE\tpublic\tusers\t1\t12", "expected ROW or ENDCOPY in the frame of public.users");
+	bad_after(in_frame, COPYU, "expected ROW or ENDCOPY in the frame of public.users");
+	bad_after(in_frame, "SNAPSHOTDONE\t0/1A00000", "expected ROW or ENDCOPY in the frame of public.users");
+	bad_after(in_frame, "POSITION\t0/1A03000\t2026-11-30 14:03:19.000000+00", "expected ROW or ENDCOPY in the frame of");
+	bad_after(in_frame, "", "expected ROW or ENDCOPY in the frame of public.users");
+	bad_after(in_frame, "ROWS\t1", "expected ROW or ENDCOPY in the frame of public.users");
+	/* A bare ROW is a row of no values: only for a table of no columns. */
+	bad_after(in_frame, "ROW", "expected ROW or ENDCOPY in the frame of public.users");
+	{
+		const char *const empty[] = {SHDR, SNAP, "COPY\tpublic\te\t0", NULL};
+
+		bad_after(empty, "ROW\t1", "expected ROW or ENDCOPY in the frame of public.e");
+		bad_after(empty, "ROW\t", "expected ROW or ENDCOPY in the frame of public.e");
+	}
+}
+
+/* Malformed section records, each naming what is wrong. */
+static void
+test_section_malformed(void)
+{
+	const char *const stream[] = {SHDR, NULL};
+	const char *const done[] = {SHDR, SNAP, COPYU, "ENDCOPY\t0", "TABLEDONE\tpublic\tusers\t0\t0", NULL};
+	const char *const framed[] = {SHDR, SNAP, COPYU, "ENDCOPY\t0", NULL};
+
+	bad_after(stream, "SNAPSHOT\t0/1A00000\tx", "SNAPSHOT has 3 fields, expected 4");
+	bad_after(stream, "SNAPSHOT\tnope\tx\t1", "malformed LSN in SNAPSHOT");
+	bad_after(stream, "SNAPSHOT\t0/1A00000\tx\t-1", "malformed table count in SNAPSHOT");
+	bad_after(stream, "SNAPSHOT\t0/1A00000\tbad\\N\t1", "malformed snapshot name in SNAPSHOT");
+	bad_after(stream, "SNAPSHOT\t0/19FFFFF\tx\t1", "SNAPSHOT 0/19FFFFF is below position 0/1A00000");
+
+	bad_after(in_section, "COPY\tpublic\tusers", "malformed COPY record: expected schema, table, a column count");
+	bad_after(in_section, "COPY\tpublic\tusers\t2\tid", "malformed COPY record");
+	bad_after(in_section, "COPY\tpublic\tusers\t1\tid\tname", "malformed COPY record");
+	bad_after(in_section, "COPY\tpublic\tusers\tx", "malformed COPY record");
+	bad_after(in_section, "COPY\t\\N\tusers\t1\tid", "malformed schema or table name");
+	bad_after(in_section, "COPY\tpublic\tbad\\x\t1\tid", "malformed schema or table name");
+	bad_after(in_section, "COPY\tpublic\tusers\t1\t\\N", "malformed column name in the frame of public.users");
+	bad_after(in_section, "COPY\tpublic\tusers\t1\tnul\\0", "malformed column name in the frame of public.users");
+	bad_after(framed, "COPY\tpublic\tusers\t2\tid\tname", "frame of public.users names other columns than its first frame");
+	bad_after(done, COPYU, "frame of public.users after its TABLEDONE");
+	bad_after(done, "TABLEDONE\tpublic\tusers\t0\t0", "second TABLEDONE for public.users");
+
+	bad_after(in_frame, "ENDCOPY", "malformed ENDCOPY record in the frame of public.users");
+	bad_after(in_frame, "ENDCOPY\tone", "malformed ENDCOPY record in the frame of public.users");
+	bad_after(in_frame, "ENDCOPY\t1\t2", "malformed ENDCOPY record in the frame of public.users");
+	bad_after(in_frame, "ENDCOPY\t2", "ENDCOPY of public.users counts 2 rows, the frame has 1");
+
+	bad_after(in_section, "TABLEDONE\tpublic\tusers\t0", "malformed TABLEDONE record: expected schema, table, rows and bytes");
+	bad_after(in_section, "TABLEDONE\tpublic\tusers\t0\tx", "malformed TABLEDONE record");
+	bad_after(in_section, "TABLEDONE\tpublic\tusers\t1\t1", "TABLEDONE of public.users counts 1 rows and 1 bytes, its frames had 0 and 0");
+	bad_after(in_section, "SNAPSHOTDONE", "malformed SNAPSHOTDONE record: expected a position");
+	bad_after(in_section, "SNAPSHOTDONE\t0/1A00000\tx", "malformed SNAPSHOTDONE record");
+}
+
+/* What pg-apply looks at before it parses a line, and a rewind (a replay
+ * after a lost target session) that leaves a section. */
+static void
+test_section_helpers(void)
+{
+	struct streamread *sr = after(in_frame);
+	struct sr_mark m = {0};
+
+	CHECK(sr_line_is("PGCS\t1", 6, SR_HEADER));
+	CHECK(!sr_line_is("PGCS", 4, SR_HEADER));
+	CHECK(!sr_line_is("PGCSX\t1", 7, SR_HEADER));
+	CHECK(sr_line_is("SNAPSHOTDONE\t0/1", 16, SR_SNAPSHOTDONE));
+	CHECK(!sr_line_is("SNAPSHOT\t0/1", 12, SR_SNAPSHOTDONE));
+	CHECK(sr_line_has_position("BEGIN\t1", 7) && sr_line_has_position("END\t0/1", 7) &&
+		  sr_line_has_position("POSITION\t0/1", 12));
+	CHECK(!sr_line_has_position("BEGIN", 5) && !sr_line_has_position("ENDCOPY\t1", 9) &&
+		  !sr_line_has_position("COMMIT\t1", 8));
+	CHECK_STR(sr_type_name(SR_TABLEDONE), "TABLEDONE");
+	CHECK_STR(sr_type_name(SR_HEADER), "PGCS");
+
+	CHECK(sr_in_section(sr));
+	sr_rewind(sr, &m);
+	CHECK(!sr_in_section(sr));
+	CHECK(p(sr, "POSITION\t0/1A03000\t2026-11-30 14:03:19.000000+00"));
+	sr_free(sr);
+}
+
+/* Chunk sections: CHUNKS .. CHUNKSDONE, a CHUNK before each frame of a
+ * table copied in key chunks, none before a table copied in one piece. */
+#define CHUNKS "CHUNKS\t0/1A04000\t00000005-00000004-1\t2"
+#define CHUNK1 "CHUNK\tpublic\tusers\t1\tid\t2\t4"
+
+static const char *const in_chunks[] = {SHDR, CHUNKS, NULL};
+
+static void
+test_chunk_sections(void)
+{
+	const char *const chunk_read[] = {SHDR, CHUNKS, CHUNK1, NULL};
+	const char *const snapshot[] = {SHDR, SNAP, NULL};
+	const char *const one_piece[] = {SHDR, CHUNKS, "COPY\tpublic\tlog\t1\tline", "ENDCOPY\t0", NULL};
+	const char *const keyed_done[] = {SHDR, CHUNKS, CHUNK1, COPYU, "ENDCOPY\t0",
+		"TABLEDONE\tpublic\tusers\t0\t0", NULL};
+	struct streamread *sr = after(in_chunks);
+	struct sr_table *users;
+
+	/* formats/example-chunks.pgcs */
+	CHECK(sr_in_section(sr));
+	CHECK(p(sr, CHUNK1));
+	CHECK(rec.type == SR_CHUNK && rec.nkey == 1 && rec.table->keyed);
+	CHECK(rec.key_cols[0].n == 2 && rec.lo[0].p[0] == '2' && rec.hi[0].p[0] == '4');
+	users = rec.table;
+	CHECK(p(sr, COPYU) && rec.table == users);
+	CHECK(p(sr, "ROW\t3\tGrace\t\\N") && p(sr, "ROW\t4\t\\\\N is not NULL\t") && p(sr, "ENDCOPY\t2"));
+	CHECK(p(sr, "CHUNK\tpublic\tusers\t1\tid\t4\t\\N") && rec.hi[0].n == 2);
+	CHECK(p(sr, COPYU) && p(sr, "ENDCOPY\t0"));
+	CHECK(p(sr, "TABLEDONE\tpublic\tusers\t2\t30"));
+	CHECK(p(sr, "COPY\tpublic\tlog\t1\tline") && !rec.table->keyed);
+	CHECK(p(sr, "ROW\tstarted") && p(sr, "ENDCOPY\t1") && p(sr, "TABLEDONE\tpublic\tlog\t1\t8"));
+	/* All its chunks came in earlier sections: a table named first by its
+	 * TABLEDONE is copied in key chunks. */
+	CHECK(p(sr, "TABLEDONE\tpublic\tearlier\t0\t0") && rec.table->keyed);
+	bad(sr, "CHUNKSDONE\t0/1A04001", "CHUNKSDONE position differs from its CHUNKS");
+	CHECK(p(sr, "CHUNKSDONE\t0/1A04000") && rec.type == SR_CHUNKSDONE && rec.lsn == 0x1A04000);
+	CHECK(!sr_in_section(sr));
+	/* A chunk section promises nothing: the stream goes on from the job's
+	 * position, below it. */
+	CHECK(sr_promised(sr) == 0x1A00000);
+	CHECK(p(sr, "POSITION\t0/1A01000\t2026-11-30 14:03:19.000000+00"));
+	sr_free(sr);
+
+	bad_after(snapshot, CHUNK1, "CHUNK outside a chunk section");
+	bad_after(snapshot, "CHUNKSDONE\t0/1A00000", "unexpected CHUNKSDONE record inside the snapshot section");
+	bad_after(in_chunks, "SNAPSHOTDONE\t0/1A04000", "unexpected SNAPSHOTDONE record inside the snapshot section");
+	bad_after(in_chunks, "CHUNKS\t0/1A04000\tx\t1", "unexpected CHUNKS record inside the snapshot section");
+	bad_after(in_chunks, "CHUNKS", "unexpected CHUNKS record inside the snapshot section");
+	bad_after(in_frame, CHUNK1, "expected ROW or ENDCOPY in the frame of public.users");
+	bad_after(in_chunks, "CHUNKSDONE", "malformed CHUNKSDONE record: expected a position");
+	bad_after(chunk_read, "CHUNKSDONE\t0/1A04000", "CHUNKSDONE after a CHUNK: expected its frame");
+	bad_after(chunk_read, CHUNK1, "CHUNK after a CHUNK: expected its frame");
+	bad_after(chunk_read, "COPY\tpublic\tlog\t1\tline", "frame of public.log after a CHUNK of another table");
+	bad_after(keyed_done, CHUNK1, "CHUNK of public.users after its TABLEDONE");
+	bad_after(one_piece, "CHUNK\tpublic\tlog\t1\tline\t\\N\t\\N", "CHUNK of public.log, which this section copies in one piece");
+	{
+		const char *const no_chunk[] = {SHDR, CHUNKS, CHUNK1, COPYU, "ENDCOPY\t0", NULL};
+
+		bad_after(no_chunk, COPYU, "frame of public.users without its CHUNK");
+	}
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t0", "malformed CHUNK record: expected schema, table, a key column count");
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t1\tid\t2", "malformed CHUNK record");
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t33", "malformed CHUNK record");
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t2\ta\tb\t1\t\\N\t\\N\t\\N",
+			  "malformed CHUNK of public.users: a bad value, or a bound with some but not all values \\N");
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t1\t\\N\t1\t2", "malformed CHUNK of public.users");
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t1\tid\t\\U\t2", "malformed CHUNK of public.users");
+	bad_after(in_chunks, "CHUNK\tpublic\tusers\t1\tid\t1\tbad\\", "malformed CHUNK of public.users");
+	{
+		const char *const txn[] = {SHDR, "BEGIN\t741\t0/1A01F20\t2026-11-30 14:03:07.123456+00", NULL};
+
+		bad_after(txn, CHUNKS, "CHUNKS inside transaction 741");
+	}
+	{
+		const char *const none[] = {NULL};
+
+		bad_after(none, CHUNKS, "stream does not start with a PGCS header");
+	}
+	{
+		const char *const hdr[] = {SHDR, NULL};
+
+		bad_after(hdr, "CHUNKS\t0/1A04000\tbad\\N\t2", "malformed snapshot name in CHUNKS");
+		bad_after(hdr, "CHUNKS\t0/1A04000\tx\ttwo", "malformed table count in CHUNKS");
+		bad_after(hdr, CHUNK1, "CHUNK outside a snapshot section");
+		bad_after(hdr, "CHUNKSDONE\t0/1A04000", "CHUNKSDONE outside a snapshot section");
+	}
+}
+
 int
 main(void)
 {
@@ -344,5 +649,11 @@ main(void)
 	test_positions();
 	test_malformed();
 	test_mutations();
+	test_section_example();
+	test_section_frames();
+	test_section_places();
+	test_section_malformed();
+	test_section_helpers();
+	test_chunk_sections();
 	return unit_done("streamread_test");
 }
