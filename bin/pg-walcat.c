@@ -311,9 +311,11 @@ fail_err(const char *what, const struct pgerr *err, int code)
 static int
 fail_retry(const struct ending *end, const char *what, const struct pgerr *err, int code)
 {
+	char text[PGERR_TEXT_MAX];
+
 	if (!end->retry)
 		return fail_err(what, err, code);
-	log_warn("%s: %s", what, err->msg);
+	log_warn("%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 	return code;
 }
 
@@ -714,7 +716,12 @@ session(struct walcat *w)
 		end.retry = end.code == EXIT_RUNTIME && (err.retryable || PQstatus(repl) == CONNECTION_BAD) &&
 			(w->streamed || strcmp(err.sqlstate, "55006") != 0);
 		if (end.retry)
-			log_warn("cannot start streaming from slot \"%s\": %s", w->o.slot, err.msg);
+		{
+			char text[PGERR_TEXT_MAX];
+
+			log_warn("cannot start streaming from slot \"%s\": %s", w->o.slot,
+					 pgerr_text(&err, NULL, text, sizeof(text)));
+		}
 		else
 			fail_err("cannot start streaming", &err, end.code);
 		buf_free(&cmd);

@@ -408,7 +408,10 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	*replica_role = session_replica_role(conn, &pe);
 	if (!*replica_role && strcmp(pe.sqlstate, "42501") != 0)
 	{
-		apply_err_set(err, EXIT_RUNTIME, "cannot set session_replication_role: %s", pe.msg);
+		char text[PGERR_TEXT_MAX];
+
+		apply_err_set(err, EXIT_RUNTIME, "cannot set session_replication_role: %s",
+					  pgerr_text(&pe, NULL, text, sizeof(text)));
 		return NULL;
 	}
 	res = PQprepare(conn, PROGRESS_STMT,

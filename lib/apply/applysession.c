@@ -40,8 +40,7 @@ applysession_meta(PGconn *meta, struct apply_err *err)
 	if (conn_command(meta, "SET search_path = ''", 0, NULL, &pe) &&
 		conn_command(meta, "SET synchronous_commit = on", 0, NULL, &pe))
 		return true;
-	apply_err_set(err, EXIT_RUNTIME, "cannot set up the metadata session: %s", pe.msg);
-	err->retry = pe.retryable;
+	apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot set up the metadata session");
 	return false;
 }
 

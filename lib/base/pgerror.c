@@ -21,8 +21,8 @@
  * target does not support for this change (0A: a truncate of a table
  * another references, COPY into a table with row security), limits of the
  * target (54: a row or index entry too big), a prerequisite state of the
- * table (55000: a view, a publication without replica identity), check
- * options (44) and the target's own triggers and routines refusing the row
+ * table (55000: published on the target for updates without a replica
+ * identity), check options (44) and the target's own triggers and routines refusing the row
  * (09, 20, 27, 2F, 38, 39, P0). Exit 3 is a missing privilege (42501): a
  * prerequisite. Everything else is exit 1 (runtime): the server, its
  * resources or another session stood in the way, and a later attempt may

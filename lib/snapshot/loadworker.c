@@ -383,7 +383,9 @@ worker_setup(struct lworker *w)
 	pthread_mutex_unlock(&L->mu);
 	if (!conn_command(w->conn, "SET synchronous_commit = off", 0, NULL, &err))
 	{
-		loader_fail(L, EXIT_RUNTIME, "cannot set up a target session: %s", err.msg);
+		char text[PGERR_TEXT_MAX];
+
+		loader_fail(L, EXIT_RUNTIME, "cannot set up a target session: %s", pgerr_text(&err, NULL, text, sizeof(text)));
 		return false;
 	}
 	if (L->o->replica_role && !session_replica_role(w->conn, &err))
