@@ -14,6 +14,7 @@
 #include "applysession.h"
 #include "applystate.h"
 #include "catalog.h"
+#include "chunkfilter.h"
 #include "cli.h"
 #include "common.h"
 #include "conn.h"
@@ -104,6 +105,44 @@ read_ahead(void)
 		input_readahead(A.in);
 }
 
+/* --- the chunks of a chunked copy --------------------------------------- */
+
+/*
+ * Read when a stream starts (and by applyrecover after a new session): what
+ * the copy's chunks hold decides which changes below their positions apply.
+ */
+static void
+chunks_load(void)
+{
+	struct apply_err err;
+
+	if (!chunkfilter_load(&A.cf, A.meta, A.job, A.applied, &err))
+		applyreport_fail(&A, &err);
+}
+
+/* Once the target holds everything below the last chunk, nothing is filtered. */
+static void
+chunks_passed(void)
+{
+	char l[LSN_BUFSZ];
+
+	if (A.cf == NULL || A.durable < chunkfilter_until(A.cf))
+		return;
+	log_info("applied past the last chunk's position %s: changes are no longer filtered (%llu left out as already copied)",
+			 lsn_format(chunkfilter_until(A.cf), l), (unsigned long long) chunkfilter_skipped(A.cf));
+	chunkfilter_free(A.cf);
+	A.cf = NULL;
+}
+
+/* A change, or what of it the chunks copied after it do not hold already. */
+static bool
+apply_change(const struct sr_record *rec, struct apply_err *err)
+{
+	if (A.cf != NULL && A.commit_lsn < chunkfilter_until(A.cf))
+		return chunkfilter_change(A.cf, A.ap, rec, A.xid, A.commit_lsn, err);
+	return applier_change(A.ap, rec, A.xid, A.commit_lsn, err);
+}
+
 /* --- batches ----------------------------------------------------------- */
 
 /*
@@ -139,6 +178,7 @@ commit_batch(void)
 	A.rows_mark = applier_rows(A.ap);
 	A.last_apply_at = wall_seconds();
 	apply_state_batch_clear(&A);
+	chunks_passed();
 	applyrecover_window_reset(&A, true);
 	applyreport_checkpoint(&A, false);
 	return true;
@@ -272,6 +312,7 @@ on_header(const struct sr_record *rec)
 				lsn_format(rec->lsn, a), lsn_format(A.applied, b));
 	/* The batch, committed now or once its compressed frame is verified. */
 	A.skip_below = A.applied;
+	chunks_load();
 }
 
 
@@ -365,6 +406,8 @@ on_snapshot(const struct sr_record *rec)
 	{
 		log_info("chunks loaded at %s; the job's position stays %s", lsn_format(pos, l),
 				 lsn_format(A.applied, l2));
+		/* Changes after it in this stream are judged by these chunks too. */
+		chunks_load();
 		return true;
 	}
 	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
@@ -437,7 +480,7 @@ on_line(const char *line, size_t len)
 		case SR_UPDATE:
 		case SR_DELETE:
 		case SR_TRUNCATE:
-			if (!A.skipping && !applier_change(A.ap, &rec, A.xid, A.commit_lsn, &err))
+			if (!A.skipping && !apply_change(&rec, &err))
 			{
 				applyrecover_session(&A, &err);
 				return false;

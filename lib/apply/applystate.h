@@ -12,6 +12,7 @@
 
 #include "applier.h"
 #include "applysession.h"
+#include "chunkfilter.h"
 #include "heartbeat.h"
 #include "input.h"
 #include "lsn.h"
@@ -34,6 +35,7 @@ struct apply_state {
 	struct streamread *sr;
 	struct relcache *rc;
 	struct applier *ap;
+	struct chunkfilter *cf;		/* the chunks of a chunked copy; NULL: no filter */
 	struct heartbeat *hb;
 	struct applysession_cfg scfg;	/* to open the sessions again */
 	bool replica_role;

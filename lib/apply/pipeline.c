@@ -245,9 +245,16 @@ pipeline_wait(struct pipeline *pl, struct apply_err *err)
 bool
 pipeline_sql(struct pipeline *pl, const char *sql, const struct pending *p, struct apply_err *err)
 {
+	return pipeline_sql_params(pl, sql, 0, NULL, p, err);
+}
+
+bool
+pipeline_sql_params(struct pipeline *pl, const char *sql, int nparams, const char *const *params,
+					const struct pending *p, struct apply_err *err)
+{
 	if (!room(pl, 1, err))
 		return false;
-	if (!PQsendQueryParams(pl->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+	if (!PQsendQueryParams(pl->conn, sql, nparams, NULL, params, NULL, NULL, 0))
 		return lost(pl, err);
 	return push(pl, p, err);
 }

@@ -48,6 +48,9 @@ bool pipeline_txn_open(const struct pipeline *pl);
 /* Send sql without parameters; its result is checked as p. */
 bool pipeline_sql(struct pipeline *pl, const char *sql, const struct pending *p,
 				  struct apply_err *err);
+/* ... with text parameters (NULL for SQL NULL), sent unnamed. */
+bool pipeline_sql_params(struct pipeline *pl, const char *sql, int nparams, const char *const *params,
+						 const struct pending *p, struct apply_err *err);
 /* Run a statement the caller prepared before pipeline mode. */
 bool pipeline_prepared(struct pipeline *pl, const char *name, int nparams,
 					   const char *const *params, const struct pending *p, struct apply_err *err);

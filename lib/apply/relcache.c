@@ -485,6 +485,44 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	where_sql(rel, sig, p, sql);
 }
 
+/* "(a, b)" or "($1::t1, $2::t2)" from parameter first on (0: the columns). */
+static void
+key_row(const struct rc_rel *rel, int nkey, const int *cols, int first, struct buf *sql)
+{
+	buf_putc(sql, '(');
+	for (int j = 0; j < nkey; j++)
+	{
+		buf_puts(sql, j ? ", " : "");
+		if (first == 0)
+			buf_puts(sql, rel->cols[cols[j]].qname);
+		else
+			buf_printf(sql, "$%d::%s", first + j, rel->cols[cols[j]].type);
+	}
+	buf_putc(sql, ')');
+}
+
+void
+relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols, bool has_lo,
+						  bool has_hi, struct buf *sql)
+{
+	buf_reset(sql);
+	buf_printf(sql, "DELETE FROM %s", rel->qname);
+	if (has_lo)
+	{
+		buf_puts(sql, " WHERE ");
+		key_row(rel, nkey, cols, 0, sql);
+		buf_puts(sql, " > ");
+		key_row(rel, nkey, cols, 1, sql);
+	}
+	if (has_hi)
+	{
+		buf_puts(sql, has_lo ? " AND " : " WHERE ");
+		key_row(rel, nkey, cols, 0, sql);
+		buf_puts(sql, " <= ");
+		key_row(rel, nkey, cols, has_lo ? nkey + 1 : 1, sql);
+	}
+}
+
 struct rc_stmt *
 relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t siglen,
 			  struct buf *sql, bool *created)

@@ -104,4 +104,12 @@ bool relcache_retired(struct relcache *rc, char *name, size_t len);
 /* SQL text for a signature (for unnamed execution). */
 void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);
 
+/*
+ * DELETE of the rows whose key (nkey columns, cols their numbers) lies in
+ * ($1.., $n..]: above the lo values when has_lo, at or below the hi values
+ * when has_hi, compared as a row, as the source ordered the chunks.
+ */
+void relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols, bool has_lo,
+							   bool has_hi, struct buf *sql);
+
 #endif

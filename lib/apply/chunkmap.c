@@ -1,0 +1,532 @@
+#include "chunkmap.h"
+#include "common.h"
+#include "conn.h"
+#include "escape.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* PostgreSQL's built-in type OIDs of the key types chunks are cut by. */
+#define INT8OID 20
+#define INT2OID 21
+#define INT4OID 23
+#define UUIDOID 2950
+
+struct chunkmap {
+	struct cm_table **tables;
+	size_t ntables, cap;
+	bool tables_sorted;
+	size_t nchunks, bytes;
+	lsn_t max_lsn;
+	/* The last table looked up, by the stream's relation. */
+	const struct sr_rel *last_srel;
+	uint64_t last_gen;
+	struct cm_table *last;
+};
+
+struct chunkmap *
+chunkmap_new(void)
+{
+	return xcalloc(1, sizeof(struct chunkmap));
+}
+
+static void
+free_table(struct cm_table *t)
+{
+	for (size_t i = 0; i < t->nchunks; i++)
+	{
+		/* A chunk's bounds and their text are one block (see add_chunk). */
+		free(t->chunks[i].lo ? (void *) t->chunks[i].lo : (void *) t->chunks[i].hi);
+	}
+	for (int j = 0; j < t->nkey; j++)
+		free(t->key_columns[j]);
+	free(t->key_columns);
+	free(t->chunks);
+	free(t->colidx);
+	free(t->kind);
+	free(t->typoid);
+	free(t->schema);
+	free(t->table);
+	free(t);
+}
+
+void
+chunkmap_free(struct chunkmap *m)
+{
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->ntables; i++)
+		free_table(m->tables[i]);
+	free(m->tables);
+	free(m);
+}
+
+lsn_t chunkmap_max_lsn(const struct chunkmap *m) { return m->max_lsn; }
+size_t chunkmap_nchunks(const struct chunkmap *m) { return m->nchunks; }
+size_t chunkmap_ntables(const struct chunkmap *m) { return m->ntables; }
+size_t chunkmap_bytes(const struct chunkmap *m) { return m->bytes; }
+
+static struct cm_table *
+find_table(struct chunkmap *m, const char *schema, const char *table)
+{
+	/* Loading reads the rows table by table: the last one is the usual hit. */
+	if (m->ntables > 0 && strcmp(m->tables[m->ntables - 1]->schema, schema) == 0 &&
+		strcmp(m->tables[m->ntables - 1]->table, table) == 0)
+		return m->tables[m->ntables - 1];
+	for (size_t i = 0; i < m->ntables; i++)
+		if (strcmp(m->tables[i]->schema, schema) == 0 && strcmp(m->tables[i]->table, table) == 0)
+			return m->tables[i];
+	return NULL;
+}
+
+static struct cm_table *
+new_table(struct chunkmap *m, const char *schema, const char *table, int nkey,
+		  const char *const *key_columns)
+{
+	struct cm_table *t = xcalloc(1, sizeof(*t));
+
+	t->schema = xstrdup(schema);
+	t->table = xstrdup(table);
+	t->nkey = nkey;
+	t->key_columns = xcalloc(nkey ? (size_t) nkey : 1, sizeof(char *));
+	m->bytes += sizeof(*t) + strlen(schema) + strlen(table) + 2 + (size_t) nkey * sizeof(char *);
+	for (int j = 0; j < nkey; j++)
+	{
+		t->key_columns[j] = xstrdup(key_columns[j]);
+		m->bytes += strlen(key_columns[j]) + 1;
+	}
+	t->min_lsn = UINT64_MAX;
+	if (m->ntables == m->cap)
+	{
+		m->cap = m->cap ? 2 * m->cap : 16;
+		m->tables = xrealloc(m->tables, m->cap * sizeof(*m->tables));
+	}
+	m->tables[m->ntables++] = t;
+	m->tables_sorted = false;
+	m->bytes += sizeof(*m->tables);
+	return t;
+}
+
+/* One block: the lo values, the hi values, then their text. */
+static void
+add_chunk(struct chunkmap *m, struct cm_table *t, const char *const *lo, const char *const *hi, lsn_t lsn)
+{
+	size_t nv = (size_t) t->nkey * ((lo != NULL) + (hi != NULL)), text = 0;
+	struct cm_chunk *c;
+	struct cm_val *v;
+	char *p;
+
+	for (int j = 0; j < t->nkey; j++)
+		text += (lo ? strlen(lo[j]) + 1 : 0) + (hi ? strlen(hi[j]) + 1 : 0);
+	if (t->nchunks == t->cap)
+	{
+		m->bytes += (t->cap ? t->cap : 4) * sizeof(*t->chunks);
+		t->cap = t->cap ? 2 * t->cap : 4;
+		t->chunks = xrealloc(t->chunks, t->cap * sizeof(*t->chunks));
+	}
+	c = &t->chunks[t->nchunks++];
+	c->lsn = lsn;
+	c->lo = c->hi = NULL;
+	if (nv > 0)
+	{
+		v = xmalloc(nv * sizeof(*v) + text);
+		p = (char *) (v + nv);
+		m->bytes += nv * sizeof(*v) + text;
+		for (int side = 0; side < 2; side++)
+		{
+			const char *const *src = side ? hi : lo;
+
+			if (src == NULL)
+				continue;
+			if (side == 0)
+				c->lo = v;
+			else
+				c->hi = v;
+			for (int j = 0; j < t->nkey; j++, v++)
+			{
+				v->n = strlen(src[j]);
+				memcpy(p, src[j], v->n + 1);
+				v->p = p;
+				v->i = 0;
+				p += v->n + 1;
+			}
+		}
+	}
+	if (lsn < t->min_lsn)
+		t->min_lsn = lsn;
+	if (lsn > t->max_lsn)
+		t->max_lsn = lsn;
+	if (lsn > m->max_lsn)
+		m->max_lsn = lsn;
+	m->nchunks++;
+	t->sorted = false;
+}
+
+bool
+chunkmap_add(struct chunkmap *m, const char *schema, const char *table, int nkey,
+			 const char *const *key_columns, const char *const *lo, const char *const *hi,
+			 lsn_t lsn, struct apply_err *err)
+{
+	struct cm_table *t = find_table(m, schema, table);
+	bool same = t != NULL && t->nkey == nkey;
+
+	for (int j = 0; same && j < nkey; j++)
+		same = strcmp(t->key_columns[j], key_columns[j]) == 0;
+	if (t != NULL && !same)
+	{
+		apply_err_set(err, EXIT_UNSUPPORTED,
+					  "the chunks of %s.%s in pgsync.table_chunk name different keys: copy it again (pgsync bootstrap --restart-snapshot)",
+					  schema, table);
+		return false;
+	}
+	if (t == NULL)
+		t = new_table(m, schema, table, nkey, key_columns);
+	add_chunk(m, t, nkey ? lo : NULL, nkey ? hi : NULL, lsn);
+	return true;
+}
+
+/* --- comparing keys ---------------------------------------------------- */
+
+/* The whole text is a decimal int64 (what int2/int4/int8 output is). */
+static bool
+parse_i64(const char *p, size_t n, int64_t *out)
+{
+	uint64_t v = 0, lim;
+	bool neg = n > 0 && p[0] == '-';
+	size_t i = neg;
+
+	if (i == n)
+		return false;
+	lim = neg ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
+	for (; i < n; i++)
+	{
+		if (p[i] < '0' || p[i] > '9' || v > (lim - (uint64_t) (p[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t) (p[i] - '0');
+	}
+	*out = neg ? (int64_t) (0 - v) : (int64_t) v;
+	return true;
+}
+
+static int
+cmp_val(enum cm_kind k, const struct cm_val *a, const struct cm_val *b)
+{
+	size_t n;
+
+	if (k == CM_INT)
+		return a->i < b->i ? -1 : a->i > b->i;
+	/* uuid: the same length, hex digits and hyphens at the same places;
+	 * case folded in case a writer printed upper case. */
+	n = a->n < b->n ? a->n : b->n;
+	for (size_t i = 0; i < n; i++)
+	{
+		int ca = tolower((unsigned char) a->p[i]), cb = tolower((unsigned char) b->p[i]);
+
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+	}
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+int
+chunkmap_cmp(const struct cm_table *t, const struct cm_val *a, const struct cm_val *b)
+{
+	for (int j = 0; j < t->nkey; j++)
+	{
+		int c = cmp_val(t->kind[j], &a[j], &b[j]);
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+/* By hi, the unbounded one last. */
+static int
+cmp_hi(const void *x, const void *y, void *arg)
+{
+	const struct cm_chunk *a = x, *b = y;
+
+	if (a->hi == NULL || b->hi == NULL)
+		return (a->hi == NULL) - (b->hi == NULL);
+	return chunkmap_cmp(arg, a->hi, b->hi);
+}
+
+static bool
+bad_bound(const struct cm_table *t, int j, struct apply_err *err)
+{
+	apply_err_set(err, EXIT_UNSUPPORTED,
+				  "a chunk bound of %s.%s in pgsync.table_chunk is not a value of key column \"%s\": copy it again (pgsync bootstrap --restart-snapshot)",
+				  t->schema, t->table, t->key_columns[j]);
+	return false;
+}
+
+/* Parse the bounds for the key's types, sort the chunks, check they are disjoint. */
+static bool
+sort_chunks(struct cm_table *t, struct apply_err *err)
+{
+	for (size_t i = 0; i < t->nchunks; i++)
+		for (int side = 0; side < 2; side++)
+		{
+			struct cm_val *v = side ? t->chunks[i].hi : t->chunks[i].lo;
+
+			for (int j = 0; v && j < t->nkey; j++)
+				if (t->kind[j] == CM_INT ? !parse_i64(v[j].p, v[j].n, &v[j].i) : v[j].n != 36)
+					return bad_bound(t, j, err);
+		}
+	qsort_r(t->chunks, t->nchunks, sizeof(*t->chunks), cmp_hi, t);
+	for (size_t i = 1; i < t->nchunks; i++)
+	{
+		const struct cm_chunk *a = &t->chunks[i - 1], *b = &t->chunks[i];
+
+		if (a->hi == NULL || b->lo == NULL || chunkmap_cmp(t, b->lo, a->hi) < 0)
+		{
+			apply_err_set(err, EXIT_UNSUPPORTED,
+						  "chunks of %s.%s in pgsync.table_chunk overlap: copy it again (pgsync bootstrap --restart-snapshot)",
+						  t->schema, t->table);
+			return false;
+		}
+	}
+	t->sorted = true;
+	return true;
+}
+
+static int
+cmp_table(const void *x, const void *y)
+{
+	const struct cm_table *a = *(struct cm_table *const *) x, *b = *(struct cm_table *const *) y;
+	int c = strcmp(a->schema, b->schema);
+
+	return c ? c : strcmp(a->table, b->table);
+}
+
+/* Find the stream's key columns and how they compare. */
+static bool
+resolve(struct cm_table *t, const struct sr_rel *srel, struct apply_err *err)
+{
+	bool changed = false;
+
+	if (t->colidx == NULL && t->nkey > 0)
+	{
+		t->colidx = xcalloc((size_t) t->nkey, sizeof(*t->colidx));
+		t->kind = xcalloc((size_t) t->nkey, sizeof(*t->kind));
+		t->typoid = xcalloc((size_t) t->nkey, sizeof(*t->typoid));
+	}
+	for (int j = 0; j < t->nkey; j++)
+	{
+		int col = -1;
+		uint32_t typ;
+
+		for (int i = 0; i < srel->ncols && col < 0; i++)
+			if (strcmp(srel->cols[i].name, t->key_columns[j]) == 0)
+				col = i;
+		if (col < 0)
+		{
+			apply_err_set(err, EXIT_UNSUPPORTED,
+						  "the stream's table %s.%s has no column \"%s\" of the key it was copied in chunks by: the copy and the stream disagree, copy it again (pgsync bootstrap --restart-snapshot)",
+						  t->schema, t->table, t->key_columns[j]);
+			return false;
+		}
+		typ = srel->cols[col].typoid;
+		if (typ != INT2OID && typ != INT4OID && typ != INT8OID && typ != UUIDOID)
+		{
+			apply_err_set(err, EXIT_UNSUPPORTED,
+						  "key column \"%s\" of %s.%s has type oid %u in the stream, but only int2, int4, int8 and uuid keys are copied in chunks: the copy and the stream disagree, copy it again (pgsync bootstrap --restart-snapshot)",
+						  t->key_columns[j], t->schema, t->table, typ);
+			return false;
+		}
+		changed |= t->typoid[j] != typ;
+		t->colidx[j] = col;
+		t->typoid[j] = typ;
+		t->kind[j] = typ == UUIDOID ? CM_UUID : CM_INT;
+	}
+	if ((changed || !t->sorted) && !sort_chunks(t, err))
+		return false;
+	t->srel = srel;
+	t->gen = srel->gen;
+	return true;
+}
+
+struct cm_table *
+chunkmap_table(struct chunkmap *m, const struct sr_rel *srel, struct apply_err *err)
+{
+	struct cm_table key = {.schema = srel->schema, .table = srel->table}, *kp = &key, **found;
+
+	err->code = 0;
+	if (m->last_srel == srel && m->last_gen == srel->gen)
+		return m->last;
+	if (!m->tables_sorted)
+	{
+		qsort(m->tables, m->ntables, sizeof(*m->tables), cmp_table);
+		m->tables_sorted = true;
+	}
+	found = bsearch(&kp, m->tables, m->ntables, sizeof(*m->tables), cmp_table);
+	if (found != NULL && ((*found)->srel != srel || (*found)->gen != srel->gen) && !resolve(*found, srel, err))
+		return NULL;
+	m->last_srel = srel;
+	m->last_gen = srel->gen;
+	m->last = found ? *found : NULL;
+	return m->last;
+}
+
+bool
+chunkmap_key(const struct cm_table *t, const struct field *vals, struct cm_val *key, struct apply_err *err)
+{
+	for (int j = 0; j < t->nkey; j++)
+	{
+		const struct field *f = &vals[t->colidx[j]];
+		bool ok;
+
+		key[j].p = f->p;
+		key[j].n = f->n;
+		key[j].i = 0;
+		if (memchr(f->p, '\\', f->n) != NULL)
+			ok = false;			/* \N, \U: no value (int and uuid text has no escapes) */
+		else if (t->kind[j] == CM_INT)
+			ok = parse_i64(f->p, f->n, &key[j].i);
+		else
+			ok = f->n == 36;
+		if (!ok)
+		{
+			apply_err_set(err, EXIT_UNSUPPORTED,
+						  "a change to %s.%s carries no value of key column \"%s\" (replica identity?): its chunk cannot be found",
+						  t->schema, t->table, t->key_columns[j]);
+			return false;
+		}
+	}
+	return true;
+}
+
+lsn_t
+chunkmap_find(const struct cm_table *t, const struct cm_val *key)
+{
+	size_t lo = 0, hi = t->nchunks;
+	const struct cm_chunk *c;
+
+	if (t->nkey == 0)
+		return t->max_lsn;		/* one piece: its latest copy is what the target holds */
+	/* The first chunk whose hi is at or above the key. */
+	while (lo < hi)
+	{
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->chunks[mid].hi == NULL || chunkmap_cmp(t, key, t->chunks[mid].hi) <= 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == t->nchunks)
+		return CM_NOT_COPIED;
+	c = &t->chunks[lo];
+	if (c->lo != NULL && chunkmap_cmp(t, key, c->lo) <= 0)
+		return CM_NOT_COPIED;	/* in a gap before this chunk */
+	return c->lsn;
+}
+
+/* --- loading ----------------------------------------------------------- */
+
+/*
+ * One row per key column of each chunk (its name and bounds side by side),
+ * one row for a chunk of a table copied in one piece. Only when some chunk
+ * lies above the applied position: past the last one nothing is filtered.
+ */
+static const char load_sql[] =
+	"SELECT c.schema_name, c.table_name, c.lsn, c.ctid::pg_catalog.text,"
+	" pg_catalog.cardinality(c.key_columns), c.lo IS NULL, c.hi IS NULL, u.o, u.k, u.l, u.h"
+	" FROM pgsync.table_chunk c"
+	" LEFT JOIN LATERAL ROWS FROM (pg_catalog.unnest(c.key_columns), pg_catalog.unnest(c.lo), pg_catalog.unnest(c.hi))"
+	"   WITH ORDINALITY AS u(k, l, h, o) ON true"
+	" WHERE c.job = $1"
+	"   AND $2::pg_catalog.pg_lsn < (SELECT pg_catalog.max(x.lsn) FROM pgsync.table_chunk x WHERE x.job = $1)"
+	" ORDER BY c.schema_name, c.table_name, c.ctid, u.o";
+
+static bool
+bad_row(const char *schema, const char *table, struct apply_err *err)
+{
+	apply_err_set(err, EXIT_UNSUPPORTED,
+				  "a chunk of %s.%s in pgsync.table_chunk has key columns and bounds of different lengths: copy it again (pgsync bootstrap --restart-snapshot)",
+				  schema, table);
+	return false;
+}
+
+static bool
+load_rows(struct chunkmap *m, PGresult *res, struct apply_err *err)
+{
+	int nrows = PQntuples(res);
+	const char **names = xcalloc(2 * 32 + 64, sizeof(char *));
+	bool ok = true;
+
+	for (int r = 0; r < nrows && ok;)
+	{
+		const char *schema = PQgetvalue(res, r, 0), *table = PQgetvalue(res, r, 1);
+		const char *ctid = PQgetvalue(res, r, 3);
+		int nkey = PQgetisnull(res, r, 4) ? 0 : atoi(PQgetvalue(res, r, 4));
+		bool lo_null = strcmp(PQgetvalue(res, r, 5), "t") == 0, hi_null = strcmp(PQgetvalue(res, r, 6), "t") == 0;
+		lsn_t lsn;
+		int j = 0;
+
+		/* An index has at most 32 columns (INDEX_MAX_KEYS). */
+		if (nkey < 0 || nkey > 32 || !lsn_parse(PQgetvalue(res, r, 2), &lsn))
+			ok = bad_row(schema, table, err);
+		for (; ok && r < nrows && strcmp(PQgetvalue(res, r, 3), ctid) == 0 && strcmp(PQgetvalue(res, r, 0), schema) == 0 &&
+			   strcmp(PQgetvalue(res, r, 1), table) == 0; r++, j++)
+		{
+			if (nkey == 0)
+				continue;
+			if (j >= nkey || PQgetisnull(res, r, 8) || PQgetisnull(res, r, 9) != lo_null ||
+				PQgetisnull(res, r, 10) != hi_null)
+			{
+				ok = bad_row(schema, table, err);
+				break;
+			}
+			names[j] = PQgetvalue(res, r, 8);
+			names[32 + j] = PQgetvalue(res, r, 9);
+			names[64 + j] = PQgetvalue(res, r, 10);
+		}
+		if (ok && nkey > 0 && j != nkey)
+			ok = bad_row(schema, table, err);
+		if (!ok)
+			break;
+		ok = chunkmap_add(m, schema, table, nkey, names, lo_null ? NULL : names + 32,
+						  hi_null ? NULL : names + 64, lsn, err);
+	}
+	free(names);
+	return ok;
+}
+
+bool
+chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **out, struct apply_err *err)
+{
+	char l[LSN_BUFSZ];
+	const char *params[2] = {job, lsn_format(applied, l)};
+	struct pgerr pe;
+	PGresult *res = conn_query(meta, load_sql, 2, params, 11, &pe);
+	struct chunkmap *m;
+
+	*out = NULL;
+	if (res == NULL)
+	{
+		apply_err_set(err, EXIT_RUNTIME, "cannot read pgsync.table_chunk: %s%s%s%s", pe.msg,
+					  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
+		err->retry = pe.retryable;
+		return false;
+	}
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		return true;
+	}
+	m = chunkmap_new();
+	if (!load_rows(m, res, err))
+	{
+		PQclear(res);
+		chunkmap_free(m);
+		return false;
+	}
+	PQclear(res);
+	*out = m;
+	return true;
+}
