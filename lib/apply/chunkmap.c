@@ -509,9 +509,7 @@ chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **ou
 	*out = NULL;
 	if (res == NULL)
 	{
-		apply_err_set(err, EXIT_RUNTIME, "cannot read pgsync.table_chunk: %s%s%s%s", pe.msg,
-					  pe.sqlstate[0] ? " (SQLSTATE " : "", pe.sqlstate, pe.sqlstate[0] ? ")" : "");
-		err->retry = pe.retryable;
+		apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read pgsync.table_chunk");
 		return false;
 	}
 	if (PQntuples(res) == 0)
