@@ -363,3 +363,44 @@ toast_move() {
 	filtered
 	same_tables Events heap late
 }
+
+@test "the target session lost in the middle of the catch-up: pg-apply reads the chunks again and applies the rest exactly once" {
+	both 'CREATE TABLE public."Bills" ("Id" int PRIMARY KEY, v text)'
+	psql_at src -c 'INSERT INTO "Bills" SELECT g, $$b$$ FROM generate_series(2, 400, 2) g' >/dev/null
+	psql_at src -c 'CREATE PUBLICATION cf_pub_bills FOR TABLE "Bills"' >/dev/null
+	# The first insert of key 151 on the target ends its session (once: a
+	# sequence is not rolled back with the transaction).
+	psql_at tgt <<-'SQL' >/dev/null
+		CREATE SEQUENCE cf_once;
+		CREATE FUNCTION cf_cut() RETURNS trigger SECURITY DEFINER LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW."Id" = 151 AND nextval('public.cf_once') = 1 THEN
+				PERFORM pg_catalog.pg_terminate_backend(pg_catalog.pg_backend_pid());
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER cf_cut AFTER INSERT ON "Bills" FOR EACH ROW EXECUTE FUNCTION cf_cut();
+		ALTER TABLE "Bills" ENABLE ALWAYS TRIGGER cf_cut;
+	SQL
+	job_start cf_bills cf_pub_bills
+	psql_at src -c "UPDATE \"Bills\" SET v = 'before' WHERE \"Id\" % 10 = 0" >/dev/null
+	group_start
+	chunk public.Bills Id - 200
+	group_end
+	for i in 1 2 3 4 5; do
+		psql_at src -c "UPDATE \"Bills\" SET v = 'mid $i' WHERE \"Id\" % 4 = 0;
+			UPDATE \"Bills\" SET \"Id\" = \"Id\" + 201 WHERE \"Id\" = 100 + 4 * $i;
+			UPDATE \"Bills\" SET \"Id\" = \"Id\" - 201 WHERE \"Id\" = 300 + 4 * $i" >/dev/null
+	done
+	psql_at src -c "INSERT INTO \"Bills\" VALUES (151, 'cut here'), (351, 'skipped')" >/dev/null
+	group_start
+	chunk public.Bills Id 200 -
+	group_end
+	psql_at src -c "UPDATE \"Bills\" SET v = 'after' WHERE \"Id\" < 300" >/dev/null
+	catch_up --max-batch-bytes 2kB
+	[ "$CATCHUP_STATUS" -eq 0 ] || { echo "$CATCHUP_ERR"; false; }
+	[[ $CATCHUP_ERR == *"reconnecting"* ]]
+	[ "$(grep -c 'chunked copy: changes committed before' <<<"$CATCHUP_ERR")" -ge 2 ]
+	filtered
+	same_tables Bills
+}
