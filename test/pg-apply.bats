@@ -592,6 +592,52 @@ EOF
 	[ "$stmts" -le 10 ]
 }
 
+@test "many tables with many statement shapes: at most 1024 statements stay prepared, the least used deallocated" {
+	q "DO \$\$ BEGIN FOR t IN 1..20 LOOP
+	     EXECUTE format('CREATE TABLE pm%s (id int PRIMARY KEY, a text, b text, c text, d text, e text, f text)', t);
+	     EXECUTE format('INSERT INTO pm%s VALUES (1, ''-'', ''-'', ''-'', ''-'', ''-'', ''-'')', t);
+	   END LOOP; END \$\$"
+	q "CREATE TABLE pm_probe (id int); CREATE TABLE pm_seen (stmts bigint)"
+	q "CREATE FUNCTION pm_seen() RETURNS trigger LANGUAGE plpgsql AS
+	   'BEGIN INSERT INTO public.pm_seen SELECT count(*) FROM pg_catalog.pg_prepared_statements; RETURN NEW; END'"
+	q "CREATE TRIGGER pm_seen AFTER INSERT ON pm_probe FOR EACH ROW EXECUTE FUNCTION pm_seen();
+	   ALTER TABLE pm_probe ENABLE ALWAYS TRIGGER pm_seen"
+	gen() {
+		local t p j row
+		printf 'PGCS\t1\t47\t1\tpm_slot\t0/100\n'
+		printf 'RELATION\tpublic\tpm_probe\t2\td\t1\tid\t23\t-1\t-\n'
+		for t in $(seq 1 20); do
+			printf 'RELATION\tpublic\tpm%d\t%d\td\t7\tid\t23\t-1\tk' "$t" $((t + 2))
+			for j in a b c d e f; do printf '\t%s\t25\t-1\t-' "$j"; done
+			printf '\n'
+		done
+		printf 'BEGIN\t1\t0/200\t%s\n' "$T0"
+		# Per table 64 updates, each leaving another set of columns
+		# unchanged (\U): 64 statement shapes, 1280 in all.
+		for t in $(seq 1 20); do
+			for p in $(seq 0 63); do
+				row="UPDATE\tpublic\tpm$t\tN\t1"
+				for j in 0 1 2 3 4 5; do
+					if (((p >> j) & 1)); then row+='\t\\U'; else row+="\tv$p"; fi
+				done
+				printf "$row\n"
+			done
+		done
+		printf 'INSERT\tpublic\tpm_probe\t1\n'
+		printf 'COMMIT\t1\t0/200\t0/210\t%s\n' "$T0"
+	}
+	run pg-apply -d "$tgt_URL" --no-merge-updates --log-level debug < <(gen)
+	echo "$output" | tail -3
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'prepared pgsync_[0-9]* for public.pm[0-9]*:' <<<"$output")" -eq 1280 ]
+	[ "$(q "SELECT DISTINCT concat_ws(',', a, b, c, d, e, f) FROM pm1 UNION ALL SELECT 'pm20: ' || concat_ws(',', a, b, c, d, e, f) FROM pm20")" = "v62,v61,v59,v55,v47,v31
+pm20: v62,v61,v59,v55,v47,v31" ]
+	stmts=$(q "SELECT stmts FROM pm_seen")
+	echo "prepared statements in the apply session: $stmts"
+	# The cache's 1024 (the probe's insert among them) and the progress row's.
+	[ "$stmts" -le 1025 ]
+}
+
 @test "MESSAGE is ignored and POSITION moves an idle job's applied position" {
 	run pgapply <<EOF
 PGCS→1→18→1→idle_slot→0/100

@@ -367,10 +367,11 @@ fix_params(struct pipeline *pl, size_t base, size_t n)
 }
 
 /*
- * Deallocate the statements the cache replaced: their names are never used
- * again, and a long run through many table redefinitions would otherwise
- * pile them up in the target session. Not transactional, so a rollback of
- * the batch does not bring them back.
+ * Deallocate the statements the cache retired (their table was redefined,
+ * or too many were prepared): their names are never used again, and a long
+ * run through many redefinitions or tables would otherwise pile them up in
+ * the target session. Not transactional, so a rollback of the batch does
+ * not bring them back.
  */
 static bool
 deallocate_retired(struct pipeline *pl, struct apply_err *err)
@@ -395,9 +396,10 @@ pipeline_stmt(struct pipeline *pl, struct rc_rel *rel, const char *sig, size_t s
 	bool created;
 	struct rc_stmt *s;
 
+	/* What the cache retired, also for this one, goes before it is prepared. */
+	s = relcache_stmt(pl->rc, rel, sig, siglen, &pl->sql, &created);
 	if (!deallocate_retired(pl, err))
 		return false;
-	s = relcache_stmt(pl->rc, rel, sig, siglen, &pl->sql, &created);
 	fix_params(pl, base, (size_t) nparams);
 	if (!room(pl, 2, err))
 		return false;

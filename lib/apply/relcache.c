@@ -12,6 +12,12 @@
 /* Past this many column sets a relation's rarer shapes run unnamed, so a
  * table with many TOASTed columns cannot grow the cache without bound. */
 #define RC_MAX_STMTS 64
+/*
+ * Statements of all tables together: past this, the one used least recently
+ * makes room (deallocated on the target), so that a job with many tables
+ * keeps a bounded number prepared in the target session.
+ */
+#define RC_MAX_SESSION_STMTS 1024
 
 struct relcache {
 	char *job;
@@ -20,6 +26,8 @@ struct relcache {
 	unsigned stmt_counter;
 	unsigned session;			/* bumped by relcache_new_session() */
 	struct rc_stmt *retired;	/* replaced, still prepared in this session */
+	struct rc_stmt *newest, *oldest;	/* every table's statements by last use */
+	size_t nstmts;
 };
 
 static void
@@ -110,28 +118,66 @@ in_snapshot(const struct relcache *rc, const struct sr_rel *srel)
 	return false;
 }
 
+static void
+lru_unlink(struct relcache *rc, struct rc_stmt *s)
+{
+	*(s->newer ? &s->newer->older : &rc->newest) = s->older;
+	*(s->older ? &s->older->newer : &rc->oldest) = s->newer;
+	s->newer = s->older = NULL;
+}
+
+static void
+lru_push(struct relcache *rc, struct rc_stmt *s)
+{
+	s->older = rc->newest;
+	s->newer = NULL;
+	*(rc->newest ? &rc->newest->newer : &rc->oldest) = s;
+	rc->newest = s;
+}
+
 /*
- * The statements of r no longer apply: those prepared in the current
- * session wait for relcache_retired() to be deallocated there (a
- * statement is never replaced under the same name), the rest are gone with
- * their session.
+ * A statement leaves the cache: one prepared in the current session waits
+ * for relcache_retired() to be deallocated there (a name is never used
+ * again), one of an earlier session is gone with it.
  */
+static void
+retire(struct relcache *rc, struct rc_stmt *s)
+{
+	lru_unlink(rc, s);
+	rc->nstmts--;
+	if (s->session == rc->session)
+	{
+		s->next = rc->retired;
+		rc->retired = s;
+	}
+	else
+		free_stmt(s);
+}
+
+/* The statements of r no longer apply. */
 static void
 retire_stmts(struct relcache *rc, struct rc_rel *r)
 {
 	for (struct rc_stmt *s = r->stmts, *next; s; s = next)
 	{
 		next = s->next;
-		if (s->session == rc->session)
-		{
-			s->next = rc->retired;
-			rc->retired = s;
-		}
-		else
-			free_stmt(s);
+		retire(rc, s);
 	}
 	r->stmts = NULL;
 	r->nstmts = 0;
+}
+
+/* Make room for one more statement: the least recently used one goes. */
+static void
+evict_oldest(struct relcache *rc)
+{
+	struct rc_stmt *s = rc->oldest, **prev = &s->rel->stmts;
+
+	while (*prev != s)
+		prev = &(*prev)->next;
+	*prev = s->next;
+	s->rel->nstmts--;
+	retire(rc, s);
 }
 
 static void
@@ -538,6 +584,8 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 			*prev = s->next;
 			s->next = rel->stmts;
 			rel->stmts = s;
+			lru_unlink(rc, s);
+			lru_push(rc, s);
 			if (s->session != rc->session)
 			{
 				/* Prepared in a session that is gone: prepare it again. */
@@ -549,7 +597,10 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 		}
 	if (rel->nstmts >= RC_MAX_STMTS)
 		return NULL;
+	if (rc->nstmts >= RC_MAX_SESSION_STMTS)
+		evict_oldest(rc);
 	s = xcalloc(1, sizeof(*s));
+	s->rel = rel;
 	s->hash = h;
 	s->sig = xmalloc(siglen);
 	memcpy(s->sig, sig, siglen);
@@ -560,6 +611,8 @@ relcache_stmt(struct relcache *rc, struct rc_rel *rel, const char *sig, size_t s
 	s->next = rel->stmts;
 	rel->stmts = s;
 	rel->nstmts++;
+	lru_push(rc, s);
+	rc->nstmts++;
 	relcache_sql(rel, sig, sql);
 	*created = true;
 	return s;

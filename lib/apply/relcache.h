@@ -28,6 +28,8 @@ struct rc_col {
 
 /* A prepared statement, by its signature (stmtsig.h). */
 struct rc_stmt {
+	struct rc_rel *rel;
+	struct rc_stmt *newer, *older;	/* every table's, by last use */
 	uint64_t hash;
 	char *sig;
 	size_t siglen;
@@ -82,7 +84,8 @@ struct rc_rel *relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *sr
  * The statement for a signature; created (name, SQL in sql) when new, in
  * which case *created is true and the caller must prepare it. Returns NULL
  * when the relation already has too many statements: the caller then runs
- * sql unnamed.
+ * sql unnamed. Creating one past the limit of all tables together retires
+ * the least recently used (relcache_retired()).
  */
 struct rc_stmt *relcache_stmt(struct relcache *rc, struct rc_rel *rel,
 							  const char *sig, size_t siglen,
@@ -95,9 +98,10 @@ struct rc_stmt *relcache_stmt(struct relcache *rc, struct rc_rel *rel,
 void relcache_new_session(struct relcache *rc);
 
 /*
- * The name of a statement that was replaced (its table was redefined) but is
- * still prepared in the current session, forgotten here as it is handed out:
- * the caller deallocates it. False when there is none.
+ * The name of a statement that left the cache (its table was redefined, or
+ * it was the least recently used of too many) but is still prepared in the
+ * current session, forgotten here as it is handed out: the caller
+ * deallocates it. False when there is none.
  */
 bool relcache_retired(struct relcache *rc, char *name, size_t len);
 

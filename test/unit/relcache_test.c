@@ -70,6 +70,49 @@ main(void)
 	CHECK(rel.nstmts <= 64);
 	CHECK(refused > 0);
 	CHECK(made + 2 == rel.nstmts);
+
+	/*
+	 * Many tables: past 1024 statements of all tables together the least
+	 * recently used ones are retired, to be deallocated, and one in use
+	 * stays.
+	 */
+	{
+		struct relcache *rc2 = relcache_new("job");
+		static struct rc_rel rels[20];
+		char name[24];
+		int named = 0, retired = 0;
+		struct rc_stmt *kept = NULL;
+
+		for (int t = 0; t < 20; t++)
+		{
+			rels[t] = rel;
+			rels[t].stmts = NULL;
+			rels[t].nstmts = 0;
+			for (int i = 0; i < 64; i++)
+			{
+				/* 64 shapes: each of 3 columns set or not, compared or IS NULL. */
+				for (int c = 0; c < 3; c++)
+				{
+					sig[2 + 2 * c] = "s-"[(i >> c) & 1];
+					sig[3 + 2 * c] = "vn"[(i >> (c + 3)) & 1];
+				}
+				CHECK(relcache_stmt(rc2, &rels[t], sig, 8, &sql, &created) != NULL);
+				if (t == 0 && i == 0)
+					kept = rels[0].stmts;
+				/* The first table's first statement is used all along. */
+				CHECK(relcache_stmt(rc2, &rels[0], kept->sig, kept->siglen, &sql, &created) == kept);
+			}
+		}
+		for (int t = 0; t < 20; t++)
+			named += rels[t].nstmts;
+		while (relcache_retired(rc2, name, sizeof(name)))
+			retired++;
+		CHECK(named == 1024);
+		CHECK(retired == 20 * 64 - 1024);
+		CHECK(rels[0].stmts == kept);
+		CHECK(!relcache_retired(rc2, name, sizeof(name)));
+		relcache_free(rc2);
+	}
 	buf_free(&sql);
 	relcache_free(rc);
 	return unit_done("relcache_test");
