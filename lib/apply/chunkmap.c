@@ -358,6 +358,8 @@ chunkmap_table(struct chunkmap *m, const struct sr_rel *srel, struct apply_err *
 	err->code = 0;
 	if (m->last_srel == srel && m->last_gen == srel->gen)
 		return m->last;
+	if (m->ntables == 0)
+		return NULL;
 	if (!m->tables_sorted)
 	{
 		qsort(m->tables, m->ntables, sizeof(*m->tables), cmp_table);
