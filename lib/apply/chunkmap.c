@@ -20,6 +20,7 @@ struct chunkmap {
 	size_t ntables, cap;
 	bool tables_sorted;
 	size_t nchunks, bytes;
+	size_t load_bytes;			/* the query result it was read from */
 	lsn_t max_lsn;
 	/* The last table looked up, by the stream's relation. */
 	const struct sr_rel *last_srel;
@@ -68,6 +69,7 @@ lsn_t chunkmap_max_lsn(const struct chunkmap *m) { return m->max_lsn; }
 size_t chunkmap_nchunks(const struct chunkmap *m) { return m->nchunks; }
 size_t chunkmap_ntables(const struct chunkmap *m) { return m->ntables; }
 size_t chunkmap_bytes(const struct chunkmap *m) { return m->bytes; }
+size_t chunkmap_load_bytes(const struct chunkmap *m) { return m->load_bytes; }
 
 static struct cm_table *
 find_table(struct chunkmap *m, const char *schema, const char *table)
@@ -520,6 +522,7 @@ chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **ou
 		return true;
 	}
 	m = chunkmap_new();
+	m->load_bytes = PQresultMemorySize(res);
 	if (!load_rows(m, res, err))
 	{
 		PQclear(res);

@@ -79,6 +79,8 @@ size_t chunkmap_nchunks(const struct chunkmap *m);
 size_t chunkmap_ntables(const struct chunkmap *m);
 /* Bytes the map holds (its arrays and strings, without allocator overhead). */
 size_t chunkmap_bytes(const struct chunkmap *m);
+/* Bytes the query result it was loaded from took while it was read (libpq's count). */
+size_t chunkmap_load_bytes(const struct chunkmap *m);
 
 /*
  * The chunks of the stream's table, resolved for its current description
