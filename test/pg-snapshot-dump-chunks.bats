@@ -131,3 +131,199 @@ SQL
 	[ "$(psql_at tgt -c "SELECT string_agg(table_name || ':' || coalesce(lo::text, '-') || ':' || coalesce(hi::text, '-') || ':' || rows, ' '
 		ORDER BY table_name, lo::text[] NULLS FIRST) FROM pgsync.table_chunk WHERE job = 'example'")" = "log:-:-:1 users:{2}:{4}:2 users:{4}:-:0" ]
 }
+
+# sql_is CLUSTER EXPECTED SQL: the query's result is EXPECTED (for wait_until).
+sql_is() {
+	[ "$(psql_at "$1" -c "$3")" = "$2" ]
+}
+
+# in_chunks LSN TABLE OTHER: rows of TABLE on the target inside the chunks
+# recorded at LSN that OTHER (a table on the target) lacks, plus those of
+# OTHER inside them that TABLE lacks: 0 when TABLE is OTHER there.
+in_chunks() {
+	psql_at tgt -c "WITH c AS (SELECT lo, hi FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$2' AND lsn = '$1'),
+			a AS (SELECT x.* FROM $2 x JOIN c ON (c.lo IS NULL OR x.id > c.lo[1]::bigint) AND (c.hi IS NULL OR x.id <= c.hi[1]::bigint)),
+			b AS (SELECT x.* FROM $3 x JOIN c ON (c.lo IS NULL OR x.id > c.lo[1]::bigint) AND (c.hi IS NULL OR x.id <= c.hi[1]::bigint))
+		SELECT (SELECT count(*) FROM (SELECT * FROM a EXCEPT ALL SELECT * FROM b) d)
+			+ (SELECT count(*) FROM (SELECT * FROM b EXCEPT ALL SELECT * FROM a) d)"
+}
+
+# xmin_of ROLE FILE: in the background, the oldest backend_xmin of ROLE's
+# source sessions, written to FILE as soon as there is one.
+xmin_of() {
+	(wait_until 120 sql_is src t "SELECT count(*) > 0 FROM pg_stat_activity
+		WHERE usename = '$1' AND backend_xmin IS NOT NULL" &&
+		psql_at src -c "SELECT min(backend_xmin::text::bigint) FROM pg_stat_activity
+			WHERE usename = '$1' AND backend_xmin IS NOT NULL" >"$2") &
+}
+
+# block_target TABLE: hold an exclusive lock on the target's TABLE for 3 s
+# (the loader waits, so the group's time runs out while its chunks are in
+# flight); returns once the lock is held.
+block_target() {
+	psql_at tgt -c "BEGIN; LOCK TABLE $1 IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT" >/dev/null &
+	wait_until 30 sql_is tgt 1 "SELECT count(*) FROM pg_locks WHERE relation = '$1'::regclass AND mode = 'AccessExclusiveLock' AND granted"
+}
+
+@test "--group-seconds 1: several groups at growing positions, each chunk as the source was at its group's snapshot, the xmin of the copy moving on between groups" {
+	psql_at src <<'SQL' >/dev/null
+CREATE TABLE g_big (id bigint PRIMARY KEY, v text);
+INSERT INTO g_big SELECT g, md5(g::text) FROM generate_series(1, 200000) g;
+ANALYZE g_big;
+CREATE PUBLICATION pub_g FOR TABLE g_big;
+SQL
+	psql_at tgt -c "CREATE TABLE g_big (id bigint, v text); CREATE TABLE g_before (id bigint, v text); CREATE TABLE g_after (id bigint, v text)" >/dev/null
+	psql_at src -c "COPY g_big TO STDOUT" | psql_at tgt -c "COPY g_before FROM STDIN"
+	# group 1: its time is up while the loader waits on the lock
+	block_target g_big
+	xmin_of chunk_src "$BATS_TEST_TMPDIR/xmin1"
+	group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
+	local l1=$LI
+	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	grep -q "the group's 1 s are up" "$BATS_TEST_TMPDIR/dump.err"
+	[ "$(psql_at tgt -c "SELECT state FROM pgsync.table_sync WHERE table_name = 'g_big'")" = copying ]
+	local first
+	first=$(psql_at tgt -c "SELECT count(*) FROM g_big")
+	((first > 0 && first < 200000))
+	# between groups no session of the copy holds a snapshot on the source
+	wait_until 60 sql_is src 0 "SELECT count(*) FROM pg_stat_activity WHERE usename = 'chunk_src' AND backend_xmin IS NOT NULL"
+	# the source changes between the groups, all over the key space, and grows at the end
+	psql_at src -c "UPDATE g_big SET v = 'changed' WHERE id % 1000 = 0; INSERT INTO g_big SELECT g, 'new' FROM generate_series(200001, 201000) g" >/dev/null
+	psql_at src -c "COPY g_big TO STDOUT" | psql_at tgt -c "COPY g_after FROM STDIN"
+	# group 2, cut again; then the rest
+	block_target g_big
+	xmin_of chunk_src "$BATS_TEST_TMPDIR/xmin2"
+	group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
+	local l2=$LI n=2
+	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	while [ "$(psql_at tgt -c "SELECT state FROM pgsync.table_sync WHERE table_name = 'g_big'")" != done ]; do
+		((n++ < 20))
+		group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
+		[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	done
+	# positions grow from group to group
+	[ "$(psql_at tgt -c "SELECT '$l1'::pg_lsn < '$l2'::pg_lsn AND '$l2'::pg_lsn <= '$LI'::pg_lsn")" = t ]
+	[ "$(psql_at tgt -c "SELECT count(DISTINCT lsn) >= 2 FROM pgsync.table_chunk")" = t ]
+	# the oldest snapshot of the second group is newer than the first's
+	wait_until 30 test -s "$BATS_TEST_TMPDIR/xmin1" -a -s "$BATS_TEST_TMPDIR/xmin2"
+	(($(cat "$BATS_TEST_TMPDIR/xmin2") > $(cat "$BATS_TEST_TMPDIR/xmin1")))
+	covers g_big
+	# each chunk holds the rows as they were at its own group's snapshot
+	[ "$(in_chunks "$l1" g_big g_before)" = 0 ]
+	for l in $(psql_at tgt -c "SELECT DISTINCT lsn FROM pgsync.table_chunk WHERE lsn <> '$l1'"); do
+		[ "$(in_chunks "$l" g_big g_after)" = 0 ]
+	done
+	# and the first group's chunks missed the changes the stream brings later
+	[ "$(psql_at tgt -c "SELECT count(*) > 0 FROM g_big x JOIN g_after y USING (id) WHERE x.v IS DISTINCT FROM y.v")" = t ]
+}
+
+# whole_chunks TABLE: every chunk recorded holds exactly its rows on the
+# target, and the target holds no row outside the recorded chunks.
+whole_chunks() {
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk c WHERE c.job = 'chunkjob' AND c.table_name = '$1'
+		AND c.rows <> (SELECT count(*) FROM $1 x WHERE (c.lo IS NULL OR x.id > c.lo[1]::int) AND (c.hi IS NULL OR x.id <= c.hi[1]::int))")" = 0 ]
+	[ "$(psql_at tgt -c "SELECT (SELECT count(*) FROM $1) = (SELECT coalesce(sum(rows), 0) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$1')")" = t ]
+}
+
+# inserted TABLE: the target's n_tup_ins of TABLE once no loader session is
+# left and the count has settled.
+inserted() {
+	wait_until 60 sql_is tgt 0 "SELECT count(*) FROM pg_stat_activity WHERE usename = 'chunk_tgt'"
+	local a b=x
+	until [ "$a" = "$b" ]; do
+		a=$b
+		sleep 0.5
+		b=$(psql_at tgt -c "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = '$1'")
+	done
+	echo "$b"
+}
+
+# resume_and_check TABLE PUB: copy the rest with --done; the result is the
+# source's, and the target inserted only the rows not in the chunks done.
+resume_and_check() {
+	local before done_rows
+	before=$(inserted "$1")
+	done_rows=$(psql_at tgt -c "SELECT coalesce(sum(rows), 0) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$1'")
+	((done_rows > 0))
+	group "$2" --chunk-rows 2000 --jobs 2
+	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$(rows_of "$src_URL" "$1")" = "$(rows_of "$tgt_URL" "$1")" ]
+	covers "$1"
+	wait_until 60 sql_is tgt "$(($(psql_at src -c "SELECT count(*) FROM $1") - done_rows))" \
+		"SELECT n_tup_ins - $before FROM pg_stat_user_tables WHERE relname = '$1'"
+}
+
+# start_group PUB: a temporary slot holding a snapshot; sets LI, SNAP, HOLDER.
+start_group() {
+	local fifo=$BATS_TEST_TMPDIR/hold.$RANDOM
+	mkfifo "$fifo"
+	pg-slot create -d "$SRC_URL" --slot "tmp_$RANDOM" --temporary --export-snapshot <"$fifo" >"$fifo.out" 2>"$fifo.err" &
+	HOLDER=$!
+	exec 8>"$fifo"
+	wait_until 30 test -s "$fifo.out"
+	local slot
+	IFS=$'\t' read -r slot LI SNAP <"$fifo.out"
+}
+
+end_group() {
+	exec 8>&-
+	wait "$HOLDER" || true
+}
+
+# complete_chunks FILE: the chunk frames that FILE has whole.
+complete_chunks() {
+	grep -c '^ENDCOPY' "$1" || true
+}
+
+@test "kill -9 of pg-snapshot-dump mid-group leaves only whole chunks; --done then copies only the rest, identical" {
+	psql_at src -c "CREATE TABLE k_dump (id int PRIMARY KEY, v text); INSERT INTO k_dump SELECT g, md5(g::text) FROM generate_series(1, 60000) g;
+		ANALYZE k_dump; CREATE PUBLICATION pub_kd FOR TABLE k_dump" >/dev/null
+	psql_at tgt -c "CREATE TABLE k_dump (id int, v text)" >/dev/null
+	local t=$BATS_TEST_TMPDIR table=k_dump
+	mkfifo "$t/out"
+	start_group
+	pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --slot chunkjob --publication pub_kd \
+		--chunked --chunk-rows 2000 --jobs 2 >"$t/out" 2>"$t/dump.err" &
+	local dump=$!
+	# the reader takes 20000 lines, then holds the pipe: the dump blocks mid-group
+	{ (head -n 20000 | tee "$t/seen"; echo "$BASHPID" >"$t/holder"; exec sleep 600) <"$t/out" |
+		pg-apply -d "$TGT_URL" --jobs 2 2>"$t/apply.err" && echo 0 >"$t/apply.rc" || echo $? >"$t/apply.rc"; } &
+	wait_until 60 test -s "$t/holder"
+	local whole
+	whole=$(complete_chunks "$t/seen")
+	((whole > 0))
+	wait_until 60 sql_is tgt "$whole" "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$table'"
+	kill -9 "$dump"
+	kill "$(cat "$t/holder")"
+	wait_until 60 test -s "$t/apply.rc"
+	[ "$(cat "$t/apply.rc")" = 1 ]
+	grep -q 'truncated' "$t/apply.err"
+	end_group
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$table'")" = "$whole" ]
+	whole_chunks k_dump
+	resume_and_check k_dump pub_kd
+}
+
+@test "kill -9 of pg-apply mid-group leaves only whole chunks; --done then copies only the rest, identical" {
+	psql_at src -c "CREATE TABLE k_apply (id int PRIMARY KEY, v text); INSERT INTO k_apply SELECT g, md5(g::text) FROM generate_series(1, 60000) g;
+		ANALYZE k_apply; CREATE PUBLICATION pub_ka FOR TABLE k_apply" >/dev/null
+	psql_at tgt -c "CREATE TABLE k_apply (id int, v text)" >/dev/null
+	local t=$BATS_TEST_TMPDIR table=k_apply
+	start_group
+	pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --slot chunkjob --publication pub_ka \
+		--chunked --chunk-rows 2000 --jobs 2 >"$t/group.pgcs" 2>"$t/dump.err"
+	end_group
+	head -n 25000 "$t/group.pgcs" >"$t/seen"
+	(cat "$t/seen"; echo "$BASHPID" >"$t/holder"; exec sleep 600) | pg-apply -d "$TGT_URL" --jobs 2 2>"$t/apply.err" &
+	local apply=$! whole
+	whole=$(complete_chunks "$t/seen")
+	((whole > 0))
+	wait_until 60 sql_is tgt "$whole" "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$table'"
+	kill -9 "$apply"
+	wait_until 60 test -s "$t/holder"
+	kill "$(cat "$t/holder")"
+	wait "$apply" || true
+	whole_chunks k_apply
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$table'")" = "$whole" ]
+	resume_and_check k_apply pub_ka
+}

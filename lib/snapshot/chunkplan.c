@@ -449,28 +449,33 @@ leading_bound(const struct snap_key *k, const char *v)
 	return b;
 }
 
-/* Leading values that cut gap (lo, hi] into about n parts. */
-static int
-gap_cuts(PGconn *conn, const char *qname, const struct snap_key *k, const struct key_range *gap,
-		 int n, double est, char ***cuts, int *ncuts)
+/*
+ * Values of column col that cut the rows of qname matching cond (NULL: all)
+ * into about n parts, ascending, each the first value of a part: min/max
+ * arithmetic for an integer column (exact, index-only), the percentiles of
+ * a block sample for any other btree type (compared with its own order and
+ * collation; a repeated percentile is dropped). Values are the server's
+ * text; none for no rows.
+ */
+int
+chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, const char *cond,
+			   int n, double est, char ***cuts, int *ncuts)
 {
-	char *cond = chunkplan_cond(conn, k, gap->lo, gap->hi);
 	struct buf sql = BUF_INIT;
 	struct pgerr err;
 	PGresult *res;
 
 	*ncuts = 0;
 	*cuts = xcalloc((size_t) n + 1, sizeof(char *));
-	if (k->types[0] != UUIDOID)
+	if (integer)
 	{
 		int64_t lo, hi;
 		uint64_t span, step;
 
-		buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM ONLY %s%s%s", k->qcols[0], k->qcols[0],
-				   qname, cond ? " WHERE " : "", cond ? cond : "");
+		buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM ONLY %s%s%s", col, col, qname,
+				   cond ? " WHERE " : "", cond ? cond : "");
 		res = conn_query(conn, buf_cstr(&sql), 0, NULL, 2, &err);
 		buf_free(&sql);
-		free(cond);
 		if (res == NULL)
 			return pub_query_failed("find the key range of a table", &err);
 		if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
@@ -491,8 +496,7 @@ gap_cuts(PGconn *conn, const char *qname, const struct snap_key *k, const struct
 		{
 			char tmp[32];
 
-			/* v ends part i: every key whose leading value is <= v. */
-			snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t) ((uint64_t) lo + step * (uint64_t) i - 1));
+			snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t) ((uint64_t) lo + step * (uint64_t) i));
 			(*cuts)[(*ncuts)++] = xstrdup(tmp);
 		}
 		return EXIT_DONE;
@@ -511,19 +515,40 @@ gap_cuts(PGconn *conn, const char *qname, const struct snap_key *k, const struct
 		buf_printf(&sql, "SELECT u.b::text FROM unnest((SELECT pg_catalog.percentile_disc('%s'::float8[])"
 				   " WITHIN GROUP (ORDER BY %s) FROM ONLY %s TABLESAMPLE SYSTEM (%.6f)%s%s))"
 				   " WITH ORDINALITY AS u(b, i) ORDER BY u.i",
-				   buf_cstr(&fr), k->qcols[0], qname, pct, cond ? " WHERE " : "", cond ? cond : "");
+				   buf_cstr(&fr), col, qname, pct, cond ? " WHERE " : "", cond ? cond : "");
 		buf_free(&fr);
-		free(cond);
 		res = conn_query(conn, buf_cstr(&sql), 0, NULL, 1, &err);
 		buf_free(&sql);
 		if (res == NULL)
 			return pub_query_failed("sample the key of a table", &err);
 		for (int r = 0; r < PQntuples(res) && *ncuts < n; r++)
-			if (!PQgetisnull(res, r, 0))
-				(*cuts)[(*ncuts)++] = xstrdup(PQgetvalue(res, r, 0));
+		{
+			const char *v = PQgetvalue(res, r, 0);
+
+			/* Skewed keys repeat a percentile: a repeated cut is an empty part. */
+			if (PQgetisnull(res, r, 0) || (*ncuts > 0 && strcmp(v, (*cuts)[*ncuts - 1]) == 0))
+				continue;
+			(*cuts)[(*ncuts)++] = xstrdup(v);
+		}
 		PQclear(res);
 		return EXIT_DONE;
 	}
+}
+
+/* The bound that ends a part before leading value cut: (cut - 1, MAX, ...)
+ * for an integer, (cut, MAX, ...) for a uuid, whose sampled cut then ends
+ * its part instead of starting the next (either way a bound). */
+static char **
+part_bound(const struct snap_key *k, const char *cut)
+{
+	char tmp[32];
+
+	if (k->types[0] != UUIDOID)
+	{
+		snprintf(tmp, sizeof(tmp), "%lld", strtoll(cut, NULL, 10) - 1);
+		cut = tmp;
+	}
+	return leading_bound(k, cut);
 }
 
 /* Cut gap into parts, appended to rs. The gap's bounds move into the parts. */
@@ -531,12 +556,15 @@ static int
 cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_range *gap, int jobs,
 		double est, struct ranges *rs)
 {
-	char **cuts = NULL, **prev = gap->lo;
-	int ncuts = 0, rc = jobs > 1 ? gap_cuts(conn, qname, k, gap, jobs, est, &cuts, &ncuts) : EXIT_DONE;
+	char **cuts = NULL, **prev = gap->lo, *cond = chunkplan_cond(conn, k, gap->lo, gap->hi);
+	int ncuts = 0, rc = EXIT_DONE;
 
+	if (jobs > 1)
+		rc = chunkplan_cuts(conn, qname, k->qcols[0], k->types[0] != UUIDOID, cond, jobs, est, &cuts, &ncuts);
+	free(cond);
 	for (int i = 0; i < ncuts && rc == EXIT_DONE; i++)
 	{
-		char **b = leading_bound(k, cuts[i]);
+		char **b = part_bound(k, cuts[i]);
 
 		/* Only bounds strictly inside the gap and growing: a skewed sample
 		 * repeats values, a gap may end inside a run of its leading value. */

@@ -64,6 +64,13 @@ int chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const c
 					 struct key_range **out, int *nout);
 void chunkplan_ranges_free(struct key_range *r, int n, int nkey);
 
+/* Values of column col (quoted) that cut the rows of qname matching cond
+ * (NULL: all) into about n parts, ascending, each the first value of a
+ * part: min/max arithmetic when integer, a block sample's percentiles
+ * otherwise. Server text; none when there are no rows. An exit code. */
+int chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, const char *cond,
+				   int n, double est, char ***cuts, int *ncuts);
+
 /* "(k1, k2) > (...) AND (k1, k2) <= (...)", or NULL for the whole key space. */
 char *chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi);
 /* "k1, k2" for ORDER BY. */

@@ -17,8 +17,6 @@
 /* The most heap tuples an 8 kB page holds: a relation with fewer pages than
  * split_rows / this can never need splitting, so it needs no estimate. */
 #define MAX_TUPLES_PER_PAGE 291
-/* Rows sampled to place the boundaries of a non-integer key. */
-#define SAMPLE_ROWS 30000.0
 
 #define INT2OID 21
 #define INT4OID 23
@@ -412,97 +410,28 @@ add_part(struct planner *p, int table, const char *from, bool only, const char *
 	return part;
 }
 
-/* Boundaries of an integer key: min/max arithmetic, exact and index-only. */
+/* Boundaries of the leading key column: values from the arithmetic of an
+ * integer key or a sample's percentiles (chunkplan_cuts), as literals. */
 static int
-int_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *nb)
+key_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *nb)
 {
-	struct buf sql = BUF_INIT;
-	struct pgerr err;
-	PGresult *res;
-	int64_t lo, hi;
-	uint64_t span, step;
+	bool integer = l->keytype == INT2OID || l->keytype == INT4OID || l->keytype == INT8OID;
+	int rc = chunkplan_cuts(p->conn, l->qname, l->key, integer, NULL, n, l->est, bounds, nb);
 
-	buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM ONLY %s", l->key, l->key, l->qname);
-	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 2, &err);
-	buf_free(&sql);
-	if (res == NULL)
-		return pub_query_failed("find the key range of a table", &err);
-	*nb = 0;
-	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+	for (int i = 0; i < *nb && !integer; i++)
 	{
-		PQclear(res);
-		return EXIT_DONE;
-	}
-	lo = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	hi = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-	PQclear(res);
-	span = (uint64_t) hi - (uint64_t) lo;
-	if (span < (uint64_t) n)
-		n = (int) span + 1;
-	if (n < 2)
-		return EXIT_DONE;
-	step = span / (uint64_t) n;
-	*bounds = xcalloc((size_t) n - 1, sizeof(char *));
-	for (int i = 1; i < n; i++)
-	{
-		char tmp[32];
-
-		snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t) ((uint64_t) lo + step * (uint64_t) i));
-		(*bounds)[(*nb)++] = xstrdup(tmp);
-	}
-	return EXIT_DONE;
-}
-
-/* Boundaries of any other btree key: percentiles of a block sample. */
-static int
-sampled_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *nb)
-{
-	struct buf sql = BUF_INIT, fr = BUF_INIT;
-	struct pgerr err;
-	PGresult *res;
-	const char *prev = NULL;
-	double pct = l->est > 0 ? 100.0 * SAMPLE_ROWS / l->est : 100.0;
-
-	if (pct > 100.0)
-		pct = 100.0;
-	buf_putc(&fr, '{');
-	for (int i = 1; i < n; i++)
-		buf_printf(&fr, "%s%.6f", i > 1 ? "," : "", (double) i / n);
-	buf_putc(&fr, '}');
-	buf_printf(&sql, "SELECT u.b::text FROM unnest((SELECT pg_catalog.percentile_disc('%s'::float8[])"
-			   " WITHIN GROUP (ORDER BY %s) FROM ONLY %s TABLESAMPLE SYSTEM (%.6f)))"
-			   " WITH ORDINALITY AS u(b, i) ORDER BY u.i",
-			   buf_cstr(&fr), l->key, l->qname, pct);
-	buf_free(&fr);
-	res = conn_query(p->conn, buf_cstr(&sql), 0, NULL, 1, &err);
-	buf_free(&sql);
-	if (res == NULL)
-		return pub_query_failed("sample the key of a table", &err);
-	*nb = 0;
-	*bounds = xcalloc((size_t) PQntuples(res) + 1, sizeof(char *));
-	for (int r = 0; r < PQntuples(res); r++)
-	{
-		const char *v = PQgetvalue(res, r, 0);
-		char *lit;
+		char *lit = PQescapeLiteral(p->conn, (*bounds)[i], strlen((*bounds)[i]));
 		size_t len;
 
-		if (PQgetisnull(res, r, 0))
-			continue;
-		/* Skewed keys repeat a percentile: a repeated boundary is an empty part. */
-		if (prev && strcmp(v, prev) == 0)
-			continue;
-		prev = v;
-		lit = PQescapeLiteral(p->conn, v, strlen(v));
 		if (lit == NULL)
 			log_fatal(EXIT_RUNTIME, "cannot quote a key boundary: %s", PQerrorMessage(p->conn));
 		len = strlen(lit) + strlen(l->keytypename) + 3;
-		(*bounds)[*nb] = xmalloc(len);
-		snprintf((*bounds)[*nb], len, "%s::%s", lit, l->keytypename);
-		(*nb)++;
+		free((*bounds)[i]);
+		(*bounds)[i] = xmalloc(len);
+		snprintf((*bounds)[i], len, "%s::%s", lit, l->keytypename);
 		PQfreemem(lit);
 	}
-	PQclear(res);
-	return EXIT_DONE;
+	return rc;
 }
 
 /* Block boundaries: with 14+ a ctid range is a TID range scan of its blocks. */
@@ -549,15 +478,9 @@ plan_leaf(struct planner *p, const struct leaf *l)
 	 * exactly once. Under the snapshot each visible row version has one
 	 * ctid, so block ranges cover the table exactly once too. */
 	ctid = p->version >= 140000 && p->o->split_by != SPLIT_KEY;
-	if (n > 1 && !ctid && l->key &&
-		(l->keytype == INT2OID || l->keytype == INT4OID || l->keytype == INT8OID))
+	if (n > 1 && !ctid && l->key)
 	{
-		rc = int_bounds(p, l, n, &bounds, &nb);
-		col = l->key;
-	}
-	else if (n > 1 && !ctid && l->key)
-	{
-		rc = sampled_bounds(p, l, n, &bounds, &nb);
+		rc = key_bounds(p, l, n, &bounds, &nb);
 		col = l->key;
 	}
 	if (rc != EXIT_DONE)
@@ -566,6 +489,8 @@ plan_leaf(struct planner *p, const struct leaf *l)
 	{
 		/* ctid chosen, or no key, or an empty sample. Before 14 a ctid
 		 * condition is a full scan per part: such a table is not split. */
+		free(bounds);
+		bounds = NULL;
 		ctid_bounds(l, n, &bounds, &nb);
 		col = "ctid";
 	}
