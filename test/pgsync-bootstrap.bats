@@ -90,6 +90,51 @@ unlock() {
 	[ "$(psql_at tgt -c "SELECT string_agg(relname, ' ' ORDER BY relname COLLATE \"C\") FROM pg_class WHERE relnamespace = '\"BsOdd\"'::regnamespace AND relkind = 'r'")" = 'A$b ab' ]
 }
 
+@test "names that need quoting (capitals, a space, a double quote) are created, copied and streamed, with pg_dump and from the catalog" {
+	local s job q
+	for job in bs_qd bs_qc; do
+		s='Bs "Q" Dump'
+		[[ $job == bs_qd ]] || s='Bs "Q" Cat'
+		psql_at src -v s="$s" -v pub="${job}_pub" <<'SQL'
+CREATE SCHEMA :"s";
+SET search_path = :"s";
+CREATE TABLE "Tab ""One"" x" (id serial PRIMARY KEY, "Name ""n""" text, "two words" int);
+CREATE INDEX "by ""name""" ON "Tab ""One"" x" ("Name ""n""");
+CREATE TABLE "lower two" (k text PRIMARY KEY, v int);
+CREATE TABLE "Tab ""One"" X" (id int PRIMARY KEY);
+INSERT INTO "Tab ""One"" x" ("Name ""n""", "two words") SELECT 'n' || g, g FROM generate_series(1, 50) g;
+INSERT INTO "lower two" SELECT 'k' || g, g FROM generate_series(1, 20) g;
+CREATE PUBLICATION :"pub" FOR TABLE "Tab ""One"" x", "lower two";
+SQL
+		job_conf "$job" "${job}_slot" "${job}_pub" "$s.Tab \"One\" x, $s.lower two" >/dev/null
+	done
+	run pgs bs_qd bootstrap
+	[ "$status" -eq 0 ]
+	PGSYNC_PG_DUMP=none run pgs bs_qc bootstrap
+	[ "$status" -eq 0 ]
+	for job in bs_qd bs_qc; do
+		s='Bs "Q" Dump'
+		[[ $job == bs_qd ]] || s='Bs "Q" Cat'
+		q="\"${s//\"/\"\"}\""
+		same_tables "$s.Tab \"One\" x" "$s.lower two"
+		[ "$(table_def "$tgt_URL" "$q.\"Tab \"\"One\"\" x\"")" = "$(table_def "$src_URL" "$q.\"Tab \"\"One\"\" x\"")" ]
+		# Exactly the configured tables: not the look-alike.
+		[ "$(psql_at tgt -v s="$s" <<<"SELECT string_agg(relname, ' | ' ORDER BY relname COLLATE \"C\") FROM pg_class
+			WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = :'s') AND relkind = 'r'")" = 'Tab "One" x | lower two' ]
+		start_run "$job"
+		wait_until 30 state_is "$job" STREAMING
+		psql_at src -v s="$s" <<'SQL'
+SET search_path = :"s";
+INSERT INTO "Tab ""One"" x" ("Name ""n""", "two words") VALUES ('new', 99);
+UPDATE "lower two" SET v = -v WHERE k = 'k3';
+DELETE FROM "Tab ""One"" x" WHERE id = 7;
+SQL
+		wait_until 30 same_tables "$s.Tab \"One\" x" "$s.lower two"
+		stop_run TERM
+		[ "$RUN_STATUS" -eq 0 ]
+	done
+}
+
 @test "a partitioned table is created with its partitions and their indexes, copied through its root, then streamed" {
 	psql_at src -c "CREATE TABLE bs_ev (id int, day date, v text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
 		CREATE TABLE bs_ev_1 PARTITION OF bs_ev FOR VALUES FROM ('2026-01-01') TO ('2026-07-01');

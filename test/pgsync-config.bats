@@ -122,7 +122,7 @@ conf() {
 	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a, b\n' >t1.conf
 	run pgsync-config -c t1.conf
 	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: t1.conf:4: invalid table "b" in replication.tables: expected schema.table, each name 1-63 letters, digits, _ or $ as stored in the catalog' ]
+	[ "$output" = 'pgsync-config: error: t1.conf:4: invalid table "b" in replication.tables: expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted' ]
 	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a,,public.b\n' >t2.conf
 	run pgsync-config -c t2.conf
 	[ "$status" -eq 2 ]

@@ -7,12 +7,13 @@
 # --show-keys and never a non-key value; --json; the result in pgsync.job
 # and status. The source role has only the guide's privileges, the target
 # role is no superuser, and the target database is LATIN1 with other
-# default date, time zone, float and bytea settings.
+# default date, time zone, float and bytea settings. One table's schema
+# and name need quoting: capitals, spaces and double quotes.
 
 load lib/cluster
 load pgsync-helpers
 
-readonly VT=public.pgbench_accounts,public.pgbench_branches,public.pgbench_tellers,public.pgbench_history,public.vk_nokey,public.vp_part,Odd.Mixed
+readonly VT='public.pgbench_accounts,public.pgbench_branches,public.pgbench_tellers,public.pgbench_history,public.vk_nokey,public.vp_part,Odd "V" s.Mixed Case "T"'
 
 setup_file() {
 	cluster_start src
@@ -25,15 +26,15 @@ setup_file() {
 		CREATE TABLE vp_part_a PARTITION OF vp_part FOR VALUES FROM (0) TO (10);
 		CREATE TABLE vp_part_b PARTITION OF vp_part FOR VALUES FROM (10) TO (20);
 		INSERT INTO vp_part SELECT g, g % 20, 'p' || g FROM generate_series(1, 2000) g;
-		CREATE SCHEMA \"Odd\";
-		CREATE TABLE \"Odd\".\"Mixed\" (\"Id\" text PRIMARY KEY, t timestamptz, f float8, j jsonb, b bytea, e text);
-		INSERT INTO \"Odd\".\"Mixed\" VALUES ('a', '2024-01-01 12:00+02', 0.1, '{\"x\": [1, 2]}', '\\x00ff', E'caf\\u00e9\\nline'),
+		CREATE SCHEMA \"Odd \"\"V\"\" s\";
+		CREATE TABLE \"Odd \"\"V\"\" s\".\"Mixed Case \"\"T\"\"\" (\"Id\" text PRIMARY KEY, t timestamptz, f float8, j jsonb, b bytea, e text);
+		INSERT INTO \"Odd \"\"V\"\" s\".\"Mixed Case \"\"T\"\"\" VALUES ('a', '2024-01-01 12:00+02', 0.1, '{\"x\": [1, 2]}', '\\x00ff', E'caf\\u00e9\\nline'),
 			(E'tab\\tkey', NULL, 'NaN', NULL, NULL, NULL);
 		CREATE PUBLICATION vf_pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history,
-			vk_nokey, vp_part, \"Odd\".\"Mixed\" WITH (publish_via_partition_root = true);
+			vk_nokey, vp_part, \"Odd \"\"V\"\" s\".\"Mixed Case \"\"T\"\"\" WITH (publish_via_partition_root = true);
 		CREATE ROLE vf_src LOGIN REPLICATION;
-		GRANT USAGE ON SCHEMA public, \"Odd\" TO vf_src;
-		GRANT SELECT ON ALL TABLES IN SCHEMA public, \"Odd\" TO vf_src;
+		GRANT USAGE ON SCHEMA public, \"Odd \"\"V\"\" s\" TO vf_src;
+		GRANT SELECT ON ALL TABLES IN SCHEMA public, \"Odd \"\"V\"\" s\" TO vf_src;
 		GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO vf_src"
 	psql_at tgt -c "CREATE DATABASE vf ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
 	# The job lives in database vf: the helpers read it through tgt_URL.
@@ -90,7 +91,7 @@ only_job_slot() {
 	[[ $verified == *"pgsync: job vf is running: asking pgsync run for a consistent point"* ]]
 	[[ $verified == *"public.pgbench_accounts: 100000 rows compared, 0 missing on target, 0 only on target, 0 differing"* ]]
 	[[ $verified == *"public.pgbench_history: "*" rows compared, 0 missing on target, 0 only on target, 0 differing"* ]]
-	[[ $verified == *"Odd.Mixed: 2 rows compared, 0 missing on target, 0 only on target, 0 differing"* ]]
+	[[ $verified == *'Odd "V" s.Mixed Case "T": 2 rows compared, 0 missing on target, 0 only on target, 0 differing'* ]]
 	[[ $verified =~ verify\ of\ job\ vf\ at\ [0-9A-F]+/[0-9A-F]+:\ identical ]]
 	grep -q "stream paused [0-9]* ms for verify at" "$(current_run_log)"
 	run_alive
@@ -119,19 +120,22 @@ expect_difference() {
 	wait_until 60 grep -q "streaming slot" "$(current_run_log)"
 	tgt_sql "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 4242;
 		UPDATE vk_nokey SET b = 'secret' WHERE ctid = (SELECT min(ctid) FROM vk_nokey WHERE a = 3);
-		UPDATE vp_part SET v = 'secret' WHERE id = 77"
+		UPDATE vp_part SET v = 'secret' WHERE id = 77;
+		UPDATE \"Odd \"\"V\"\" s\".\"Mixed Case \"\"T\"\"\" SET e = e || ' secret' WHERE \"Id\" = 'a'"
 	expect_difference
 	[[ $output == *"public.pgbench_accounts: 100000 rows compared, 0 missing on target, 0 only on target, 1 differing"*'  differing: "4242"'* ]]
 	[[ $output == *"public.vk_nokey: 41 rows compared, 1 missing on target, 1 only on target, 0 differing"* ]]
 	[[ $output == *"public.vp_part: 2000 rows compared, 0 missing on target, 0 only on target, 1 differing"*'  differing: "(77,17)"'* ]]
 	[[ $output == *"public.pgbench_branches: 1 rows compared, 0 missing on target, 0 only on target, 0 differing"* ]]
+	[[ $output == *'Odd "V" s.Mixed Case "T": 2 rows compared, 0 missing on target, 0 only on target, 1 differing'*'  differing: "a"'* ]]
 	[[ $output != *secret* ]]
 	run pgs vf verify
 	[ "$status" -eq 5 ]
 	[[ $output != *"4242"* ]]
 	[ "$(job_field vf verify_outcome)" = different ]
 	tgt_sql "UPDATE pgbench_accounts SET abalance = abalance - 1 WHERE aid = 4242;
-		UPDATE vk_nokey SET b = 'n3' WHERE b = 'secret'; UPDATE vp_part SET v = 'p77' WHERE id = 77"
+		UPDATE vk_nokey SET b = 'n3' WHERE b = 'secret'; UPDATE vp_part SET v = 'p77' WHERE id = 77;
+		UPDATE \"Odd \"\"V\"\" s\".\"Mixed Case \"\"T\"\"\" SET e = left(e, -7) WHERE \"Id\" = 'a'"
 	run pgs vf verify
 	[ "$status" -eq 0 ]
 }

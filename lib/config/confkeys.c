@@ -181,13 +181,33 @@ list_has(const char *list, const char *item)
 	return false;
 }
 
+/*
+ * One part of a table's (or sequence's) name as the catalog stores it: the
+ * characters of an identifier, and also spaces and double quotes, which
+ * the script never puts into SQL or a pattern itself (the server quotes
+ * them: format('%I'), psql's :"name"). Never a dot or a comma, which
+ * separate names and lists, nor a quote, backslash or control character,
+ * nor blanks around the name; and not a name in double quotes, which is
+ * SQL's quoting written by mistake ("Sales".orders).
+ */
+static bool
+name_part_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || s[0] == ' ' || s[n - 1] == ' ' || (n > 1 && s[0] == '"' && s[n - 1] == '"'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char) s[i]) && strchr("_$ \"", s[i]) == NULL)
+			return false;
+	return true;
+}
+
 /* A table (or sequence) name as the catalog stores it: schema.name. */
 static bool
 qualified_ok(const char *t)
 {
 	const char *dot = strchr(t, '.');
 
-	return dot && conf_ident_ok(t, (size_t) (dot - t)) && conf_ident_ok(dot + 1, strlen(dot + 1));
+	return dot && name_part_ok(t, (size_t) (dot - t)) && name_part_ok(dot + 1, strlen(dot + 1));
 }
 
 /*
@@ -269,8 +289,8 @@ check_tables(struct key *k, const char *v, int line)
 	bool seq = strcmp(k->name, "replication.sequences") == 0;
 
 	return check_list(k, v, line, seq ? "sequence" : "table", qualified_ok,
-					  seq ? "expected schema.sequence, each name 1-63 letters, digits, _ or $ as stored in the catalog"
-					  : "expected schema.table, each name 1-63 letters, digits, _ or $ as stored in the catalog");
+					  seq ? "expected schema.sequence, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted"
+					  : "expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted");
 }
 
 /* Roles: switchover.fence_roles. */

@@ -162,7 +162,7 @@ SQL
 	local -a busy=()
 	while IFS=$'\x1f' read -r t _; do
 		[[ -n $t ]] || continue
-		[[ " ${TRUNCATE_SET[*]} " == *" $t "* ]] || busy+=("$t")
+		in_list "$t" "${TRUNCATE_SET[@]}" || busy+=("$t")
 	done < <(target_nonempty_tables)
 	if ((${#busy[@]})); then
 		die $EX_PREFLIGHT "target table ${busy[*]} already has rows: bootstrap copies only into empty tables; empty them, or use pgsync bootstrap --restart-snapshot, which truncates them"

@@ -239,20 +239,31 @@ SQL
 }
 
 # table_patterns TABLE...: pg_dump -t patterns for TABLEs, one a schema:
-# "s".("t1"|"t2"). pg_dump runs a catalog query for every pattern, and one a
-# table made 1,000 tables cost 0.4 s of round trips. Quoted parts of a
-# pattern match literally; the parentheses and bars around them are regular
-# expression syntax.
+# s.(t1|"T2"). pg_dump runs a catalog query for every pattern, and one a
+# table made 1,000 tables cost 0.4 s of round trips. The server quotes the
+# names (quote_ident: a quoted part of a pattern matches literally, and it
+# leaves only lower-case letters, digits and _ unquoted); the parentheses
+# and bars around them are regular expression syntax.
 table_patterns() {
-	local t s
-	local -a order=()
-	local -A names=()
-	for t in "$@"; do
-		s=${t%%.*}
-		[[ -n ${names[$s]+set} ]] || order+=("$s")
-		names[$s]+="${names[$s]:+|}\"${t#*.}\""
-	done
-	for s in "${order[@]}"; do printf '"%s".(%s)\n' "$s" "${names[$s]}"; done
+	local IFS=,
+	sql src -v list="$*" <<'SQL'
+SELECT format('%s.(%s)', quote_ident(s), string_agg(quote_ident(t), '|' ORDER BY ord))
+  FROM (SELECT split_part(u.t, '.', 1) AS s, split_part(u.t, '.', 2) AS t, u.ord
+          FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)) x
+ GROUP BY s ORDER BY min(ord)
+SQL
+}
+
+# schema_statements TABLE...: CREATE SCHEMA IF NOT EXISTS for the schemas of
+# TABLEs, each once, the names quoted by the server.
+schema_statements() {
+	local IFS=,
+	sql tgt -v list="$*" <<'SQL'
+SELECT format('CREATE SCHEMA IF NOT EXISTS %I;', s)
+  FROM (SELECT split_part(u.t, '.', 1) AS s, min(u.ord) AS ord
+          FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord) GROUP BY 1) x
+ ORDER BY ord
+SQL
 }
 
 # dump_definitions NAME TABLE...: pg_dump of TABLEs' definitions at the
@@ -261,10 +272,11 @@ table_patterns() {
 # reads the values of the tables' sequences, which the source role may not
 # (the guide grants SELECT on the tables only).
 dump_definitions() {
-	local name=$1 p
+	local name=$1 p patterns
 	local -a dumpargs=()
 	shift
-	while IFS= read -r p; do dumpargs+=(-t "$p"); done < <(table_patterns "$@")
+	patterns=$(table_patterns "$@") || bootstrap_fail $EX_RUNTIME "cannot quote the table names on the source: $(sql_error)"
+	while IFS= read -r p; do dumpargs+=(-t "$p"); done <<<"$patterns"
 	spawn pg_dump - - "$PG_DUMP" -d "$SRC" --snapshot="$SNAP_NAME" --schema-only -Fc --strict-names \
 		--no-publications --no-subscriptions --no-security-labels --no-tablespaces \
 		-f "$STATE_DIR/$name.dump" "${dumpargs[@]}"
@@ -340,7 +352,7 @@ create_target_tables() {
 	DEF_MISSING=() DEF_PENDING=() PARTS_MISSING=() PARTS_PENDING=()
 	mapfile -t existing < <(target_existing_tables)
 	for t in "${TABLES[@]}"; do
-		[[ " ${existing[*]} " == *" $t "* ]] || DEF_MISSING+=("$t")
+		in_list "$t" "${existing[@]}" || DEF_MISSING+=("$t")
 	done
 	if ((${#existing[@]})); then
 		out=$(pending_definitions_of "${existing[@]}") ||
@@ -372,8 +384,8 @@ create_target_tables() {
 		((${#DEF_MISSING[@]})) || return 0
 		dump_definitions schema "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}"
 		mark_pending "${DEF_MISSING[@]}"
-		printf '%s\n' "${DEF_MISSING[@]%%.*}" "${PARTS_MISSING[@]%%.*}" | awk '!seen[$0]++ { printf "CREATE SCHEMA IF NOT EXISTS \"%s\";\n", $0 }' \
-			>"$STATE_DIR/schema.schemas.sql"
+		schema_statements "${DEF_MISSING[@]}" "${PARTS_MISSING[@]}" >"$STATE_DIR/schema.schemas.sql" ||
+			bootstrap_fail $EX_RUNTIME "cannot quote the schema names on the target: $(sql_error)"
 		run_target_script "creating schemas" "$STATE_DIR/schema.schemas.sql"
 		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=pre-data --no-owner --no-privileges \
 			--single-transaction --exit-on-error "$STATE_DIR/schema.dump"

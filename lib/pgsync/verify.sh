@@ -247,7 +247,8 @@ vsql() {
 }
 
 # The table's published columns and its key, from the source at the
-# snapshot: "cols<US>key<US>exists" with the names quoted. The columns are
+# snapshot: "cols<US>key<US>exists<US>name" with the names quoted by the
+# server (name: the table's, schema-qualified). The columns are
 # :'cols' (the publications' column list as pg-snapshot-dump resolves it),
 # in the source's order. A key is the primary key, else the replica
 # identity index; none: the whole row.
@@ -268,7 +269,8 @@ WITH t AS (
 )
 SELECT (SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM cols),
        coalesce((SELECT string_agg(quote_ident(attname), ', ' ORDER BY ord) FROM keycols), ''),
-       EXISTS (SELECT 1 FROM t)
+       EXISTS (SELECT 1 FROM t),
+       format('%I.%I', :'nsp', :'rel')
 SQL
 
 # verify_table TABLE OUTFILE: compare one table; writes one line
@@ -282,13 +284,12 @@ verify_table() {
 	# (US-separated: read would merge empty tab-separated fields).
 	IFS=$'\x1f' read -r filter pubcols < <(awk -F '\t' -v s="$nsp" -v t="$rel" \
 		'$1 == s && $2 == t { printf "%s\x1f%s\n", $4, $5; exit }' <<<"$VERIFY_RESOLVED")
-	shape=$(vsql src "$err" < <(printf '%s\n' "\\set nsp '$nsp'" "\\set rel '$rel'" && psql_set cols "$pubcols" &&
+	shape=$(vsql src "$err" < <(psql_set nsp "$nsp" && psql_set rel "$rel" && psql_set cols "$pubcols" &&
 		printf '%s\n' "$VERIFY_SHAPE_SQL")) ||
 		{ printf 'error\t%s\n' "$(psql_error "$err")" >"$out"; return; }
-	IFS=$'\x1f' read -r cols key exists <<<"$shape"
-	[[ $exists == t && -n $cols ]] || { printf 'error\ttable %s does not exist on the source\n' "$table" >"$out"; return; }
 	local q rowexpr keyexpr keyshow
-	q=$(printf '"%s"."%s"' "$nsp" "$rel")
+	IFS=$'\x1f' read -r cols key exists q <<<"$shape"
+	[[ $exists == t && -n $cols ]] || { printf 'error\ttable %s does not exist on the source\n' "$table" >"$out"; return; }
 	rowexpr="ROW($cols)::text"
 	if [[ -n $key ]]; then
 		keyexpr="ROW($key)::text"
@@ -413,7 +414,7 @@ cmd_verify() {
 	local t
 	local -a tables=()
 	for t in "${VERIFY_TABLES[@]}"; do
-		[[ " ${TABLES[*]} " == *" $t "* ]] || die $EX_USAGE "table $t is not in replication.tables"
+		in_list "$t" "${TABLES[@]}" || die $EX_USAGE "table $t is not in replication.tables"
 		tables+=("$t")
 	done
 	((${#tables[@]})) || tables=("${TABLES[@]}")
