@@ -25,9 +25,7 @@ teardown_file() {
 
 # A failed test must not leave what it started in the background running.
 teardown() {
-	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
-		kill -9 $(<"$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
-	fi
+	kill_test_pids
 }
 
 src() { psql_at src "$@"; }

@@ -43,12 +43,7 @@ setup_file() {
 
 # A failed test must not leave its pipeline running.
 teardown() {
-	local pid
-	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
-		for pid in $(<"$BATS_TEST_TMPDIR/pids"); do
-			kill -9 "$pid" 2>/dev/null || true
-		done
-	fi
+	kill_test_pids
 }
 
 teardown_file() {

@@ -46,12 +46,7 @@ SQL
 
 # A failed test must not leave its pipeline or load running.
 teardown() {
-	local pid
-	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
-		for pid in $(<"$BATS_TEST_TMPDIR/pids"); do
-			kill -9 "$pid" 2>/dev/null || true
-		done
-	fi
+	kill_test_pids
 	# A test that stopped the target must not leave it stopped.
 	psql_at tgt -c "SELECT 1" >/dev/null 2>&1 || cluster_start tgt
 }
@@ -217,6 +212,27 @@ apply_waits_on_lock() {
 	[ "$(tq "$1" "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg-apply' AND wait_event_type = 'Lock'")" = 1 ]
 }
 
+# branch_race JOB SQL: another target session, fed on descriptor 5, runs SQL
+# (a transaction that updates branch 1 and stays open); then one source
+# transaction updates teller 1 and branch 1, and its apply waits for that
+# session's row lock. The caller ends the other session's transaction.
+branch_race() {
+	local fifo=$BATS_TEST_TMPDIR/other
+	mkfifo "$fifo"
+	psql -X -q -d "$(tgt_db "$1")" <"$fifo" >"$BATS_TEST_TMPDIR/other.log" 2>&1 3>&- &
+	echo "$!" >>"$BATS_TEST_TMPDIR/pids"
+	exec 5>"$fifo"
+	echo "$2" >&5
+	wait_until 30 idle_in_txn "$1"
+	psql_at src <<'SQL'
+BEGIN;
+UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 1;
+UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
+COMMIT;
+SQL
+	wait_until 60 apply_waits_on_lock "$1"
+}
+
 # kill_apply_backend JOB: terminate the apply session (the one holding the
 # job's advisory lock), not the metadata session.
 kill_apply_backend() {
@@ -311,22 +327,9 @@ tagged() {
 	new_job dead
 	start dead --no-merge-updates
 	progress dead
-	local fifo=$BATS_TEST_TMPDIR/other
-	mkfifo "$fifo"
-	psql -X -q -d "$(tgt_db dead)" <"$fifo" >"$BATS_TEST_TMPDIR/other.log" 2>&1 3>&- &
-	echo "$!" >>"$BATS_TEST_TMPDIR/pids"
-	exec 5>"$fifo"
 	# The other session waits longest to look for deadlocks: the apply
 	# session finds it and is the one cancelled.
-	echo "SET deadlock_timeout = '60s'; BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1;" >&5
-	wait_until 30 idle_in_txn dead
-	psql_at src <<'SQL'
-BEGIN;
-UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 1;
-UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
-COMMIT;
-SQL
-	wait_until 60 apply_waits_on_lock dead
+	branch_race dead "SET deadlock_timeout = '60s'; BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1;"
 	echo "UPDATE pgbench_tellers SET tbalance = tbalance WHERE tid = 1; ROLLBACK;" >&5
 	exec 5>&-
 	progress dead
@@ -344,23 +347,10 @@ SQL
 	[ "$(psql -X -qAt -d "$(tgt_db ser applier)" -c "SHOW transaction_isolation")" = serializable ]
 	start ser --no-merge-updates
 	progress ser
-	local fifo=$BATS_TEST_TMPDIR/other
-	mkfifo "$fifo"
-	psql -X -q -d "$(tgt_db ser)" <"$fifo" >"$BATS_TEST_TMPDIR/other.log" 2>&1 3>&- &
-	echo "$!" >>"$BATS_TEST_TMPDIR/pids"
-	exec 5>"$fifo"
-	echo "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1;" >&5
-	wait_until 30 idle_in_txn ser
-	psql_at src <<'SQL'
-BEGIN;
-UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 1;
-UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
-COMMIT;
-SQL
 	# The apply transaction has its snapshot (the tellers' row changed in
 	# it) and waits for the branch row; the other session commits a new
 	# version of that row, which the snapshot cannot see.
-	wait_until 60 apply_waits_on_lock ser
+	branch_race ser "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1;"
 	echo "COMMIT;" >&5
 	exec 5>&-
 	progress ser

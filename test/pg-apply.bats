@@ -12,9 +12,7 @@ setup_file() {
 
 # A failed test must not leave its pg-apply running.
 teardown() {
-	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
-		kill -9 $(<"$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
-	fi
+	kill_test_pids
 }
 
 teardown_file() {

@@ -24,6 +24,19 @@ conf() {
 	} >test.conf
 }
 
+# mini NAME PUBLICATION TABLES: the four required keys in NAME.conf.
+mini() {
+	printf 'job.name = j\nsource.slot = s\nsource.publication = %s\nreplication.tables = %s\n' "$2" "$3" >"$1.conf"
+}
+
+# refused NAME MESSAGE: pgsync-config -c NAME.conf exits 2 with exactly the
+# one error line "NAME.conf:MESSAGE".
+refused() {
+	run pgsync-config -c "$1.conf"
+	[ "$status" -eq 2 ]
+	[ "$output" = "pgsync-config: error: $1.conf:$2" ]
+}
+
 @test "a minimal configuration is valid and every key gets its documented default" {
 	run pgsync-config -c base.conf
 	[ "$status" -eq 0 ]
@@ -49,9 +62,7 @@ conf() {
 
 @test "a budget that does not cover the sum is exit 2 at the budget's line" {
 	conf "resources.max_batch_bytes = 64MB" "resources.memory_budget_mb = 200"
-	run pgsync-config -c test.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:6: resources.memory_budget_mb = 200 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 216 MiB" ]
+	refused test "6: resources.memory_budget_mb = 200 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 216 MiB"
 }
 
 @test "resources.max_inflight_bytes is accepted but not counted in the budget, which bounds nothing by it" {
@@ -64,9 +75,7 @@ conf() {
 
 @test "a chunked copy's frames in the budget are its chunks: chunk_bytes, not buffer_size_kb" {
 	conf "resources.snapshot_mode = chunked" "resources.chunk_bytes = 64MB" "resources.buffer_size_kb = 8"
-	run pgsync-config -c test.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:7: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x chunk_bytes + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 576 MiB" ]
+	refused test "7: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x chunk_bytes + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 576 MiB"
 	conf "resources.snapshot_mode = single" "resources.chunk_bytes = 64MB"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
@@ -80,9 +89,7 @@ conf() {
 
 @test "an explicit max_message_bytes is counted six times in the budget" {
 	conf "resources.max_message_bytes = 100MB"
-	run pgsync-config -c test.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = "pgsync-config: error: test.conf:5: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x max_message_bytes + 10 MiB = 666 MiB" ]
+	refused test "5: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x max_message_bytes + 10 MiB = 666 MiB"
 	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 666"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
@@ -91,16 +98,12 @@ conf() {
 
 @test "an unknown key is exit 2 with file and line" {
 	conf "safety.heartbeat = 10s"
-	run pgsync-config -c test.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: test.conf:5: unknown key "safety.heartbeat"' ]
+	refused test '5: unknown key "safety.heartbeat"'
 }
 
 @test "a duplicate key is exit 2 naming both lines" {
 	conf "source.slot = other"
-	run pgsync-config -c test.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: test.conf:5: duplicate key "source.slot" (first set on line 2)' ]
+	refused test '5: duplicate key "source.slot" (first set on line 2)'
 }
 
 @test "bad values are each reported with their line, all in one run" {
@@ -119,18 +122,19 @@ conf() {
 }
 
 @test "table lists: unqualified, empty and duplicate items are refused" {
-	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a, b\n' >t1.conf
-	run pgsync-config -c t1.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: t1.conf:4: invalid table "b" in replication.tables: expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted' ]
-	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a,,public.b\n' >t2.conf
-	run pgsync-config -c t2.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: t2.conf:4: empty item in replication.tables' ]
-	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a, public.a\n' >t3.conf
-	run pgsync-config -c t3.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: t3.conf:4: table "public.a" is listed twice in replication.tables' ]
+	mini t1 p 'public.a, b'
+	refused t1 '4: invalid table "b" in replication.tables: expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted'
+	mini t2 p 'public.a,,public.b'
+	refused t2 '4: empty item in replication.tables'
+	mini t3 p 'public.a, public.a'
+	refused t3 '4: table "public.a" is listed twice in replication.tables'
+	# SQL's quoting written by mistake: the names are the catalog's, unquoted.
+	mini t4 p '"Sales".orders'
+	refused t4 '4: invalid table ""Sales".orders" in replication.tables: expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted'
+	mini t5 p 'Sales Dept.Order "A", Sales Dept.order "A" 2, "q.x'
+	run pgsync-config -c t5.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *'replication.tables = Sales Dept.Order "A",Sales Dept.order "A" 2,"q.x'* ]]
 }
 
 @test "switchover.fence_roles: role names as stored, no duplicates; --set checks a command's value by the key's rules" {
@@ -158,26 +162,19 @@ conf() {
 }
 
 @test "source.publication is one name or a comma-separated list; source.publications is refused with the syntax" {
-	printf 'job.name = j\nsource.slot = s\nsource.publication = a,  b ,c\nreplication.tables = public.a\n' >p1.conf
+	mini p1 'a,  b ,c' public.a
 	run pgsync-config -c p1.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"source.publication = a,b,c"* ]]
-	printf 'job.name = j\nsource.slot = s\nsource.publication = a,,b\nreplication.tables = public.a\n' >p2.conf
-	run pgsync-config -c p2.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: p2.conf:3: invalid source.publication "a,,b": empty publication name in the list' ]
-	printf 'job.name = j\nsource.slot = s\nsource.publication = a, a\nreplication.tables = public.a\n' >p3.conf
-	run pgsync-config -c p3.conf
-	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: p3.conf:3: invalid source.publication "a, a": publication "a" is named twice' ]
-	printf 'job.name = j\nsource.slot = s\nsource.publication = a, "B"\nreplication.tables = public.a\n' >p4.conf
-	run pgsync-config -c p4.conf
-	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = 'pgsync-config: error: p4.conf:3: invalid publication ""B"" in source.publication: use 1-63 letters, digits, _ or $ as stored in the catalog, names separated by commas' ]
-	printf 'job.name = j\nsource.slot = s\nsource.publications = a, b\nreplication.tables = public.a\n' >p5.conf
-	run pgsync-config -c p5.conf
-	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = 'pgsync-config: error: p5.conf:3: unknown key "source.publications": several publications are one list, source.publication = a, b, c' ]
+	mini p2 a,,b public.a
+	refused p2 '3: invalid source.publication "a,,b": empty publication name in the list'
+	mini p3 'a, a' public.a
+	refused p3 '3: invalid source.publication "a, a": publication "a" is named twice'
+	mini p4 'a, "B"' public.a
+	refused p4 '3: invalid publication ""B"" in source.publication: use 1-63 letters, digits, _ or $ as stored in the catalog, names separated by commas'
+	mini p5 'a, b' public.a
+	sed -i 's/^source.publication =/source.publications =/' p5.conf
+	refused p5 '3: unknown key "source.publications": several publications are one list, source.publication = a, b, c'
 }
 
 @test "a table list continues on the next line after a trailing comma; comments are ignored" {

@@ -17,9 +17,7 @@ setup_file() {
 }
 
 teardown() {
-	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
-		kill -9 $(<"$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
-	fi
+	kill_test_pids
 }
 
 teardown_file() {

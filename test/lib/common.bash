@@ -43,6 +43,15 @@ SELECT coalesce(md5(string_agg(r, E'\n' ORDER BY r COLLATE "C")), md5(''))
 SQL
 }
 
+# kill_test_pids: SIGKILL every process the test listed, one pid a line, in
+# $BATS_TEST_TMPDIR/pids (its pipeline, load, other sessions): for teardown,
+# so that a failed test leaves nothing of its own running.
+kill_test_pids() {
+	[[ -f $BATS_TEST_TMPDIR/pids ]] || return 0
+	# shellcheck disable=SC2046 # one argument a pid
+	kill -9 $(<"$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
+}
+
 # wait_until SECONDS COMMAND...
 # Run COMMAND every 0.1 s until it succeeds; fail after SECONDS.
 wait_until() {
