@@ -90,11 +90,11 @@ unlock() {
 	[ "$(psql_at tgt -c "SELECT string_agg(relname, ' ' ORDER BY relname COLLATE \"C\") FROM pg_class WHERE relnamespace = '\"BsOdd\"'::regnamespace AND relkind = 'r'")" = 'A$b ab' ]
 }
 
-@test "names that need quoting (capitals, a space, a double quote) are created, copied and streamed, with pg_dump and from the catalog" {
+@test "names that need quoting (capitals, a space, a double quote) are created, copied and streamed: pg_dump, catalog, chunked" {
 	local s job q
-	for job in bs_qd bs_qc; do
-		s='Bs "Q" Dump'
-		[[ $job == bs_qd ]] || s='Bs "Q" Cat'
+	local -A schema=([bs_qd]='Bs "Q" Dump' [bs_qc]='Bs "Q" Cat' [bs_qk]='Bs "Q" Chunk')
+	for job in bs_qd bs_qc bs_qk; do
+		s=${schema[$job]}
 		psql_at src -v s="$s" -v pub="${job}_pub" <<'SQL'
 CREATE SCHEMA :"s";
 SET search_path = :"s";
@@ -108,13 +108,17 @@ CREATE PUBLICATION :"pub" FOR TABLE "Tab ""One"" x", "lower two";
 SQL
 		job_conf "$job" "${job}_slot" "${job}_pub" "$s.Tab \"One\" x, $s.lower two" >/dev/null
 	done
+	job_conf bs_qk bs_qk_slot bs_qk_pub "${schema[bs_qk]}.Tab \"One\" x, ${schema[bs_qk]}.lower two" \
+		resources.snapshot_mode=chunked resources.chunk_rows=10 >/dev/null
 	run pgs bs_qd bootstrap
 	[ "$status" -eq 0 ]
 	PGSYNC_PG_DUMP=none run pgs bs_qc bootstrap
 	[ "$status" -eq 0 ]
-	for job in bs_qd bs_qc; do
-		s='Bs "Q" Dump'
-		[[ $job == bs_qd ]] || s='Bs "Q" Cat'
+	run pgs bs_qk bootstrap
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for job in bs_qd bs_qc bs_qk; do
+		s=${schema[$job]}
 		q="\"${s//\"/\"\"}\""
 		same_tables "$s.Tab \"One\" x" "$s.lower two"
 		[ "$(table_def "$tgt_URL" "$q.\"Tab \"\"One\"\" x\"")" = "$(table_def "$src_URL" "$q.\"Tab \"\"One\"\" x\"")" ]
