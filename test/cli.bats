@@ -15,7 +15,7 @@ bats_require_minimum_version 1.5.0
 PROGRAMS=(
 	"pg-walcat|--slot cli_s --publication cli_p|dbname slot zstd max-message-bytes|--status-interval --heartbeat-interval"
 	"pg-apply||dbname jobs max-message-bytes|--max-batch-bytes --max-batch-delay --heartbeat-interval --copy-threshold --max-retries"
-	"pg-snapshot-dump|--own-snapshot --table public.cli_t|dbname slot jobs zstd max-message-bytes|--frame-size --split-rows --timeout"
+	"pg-snapshot-dump|--own-snapshot --table public.cli_t|dbname slot jobs zstd max-message-bytes|--frame-size --split-rows --timeout --chunk-rows --group-seconds"
 	"pg-slot|drop --slot cli_s|dbname slot|--wait --hold-timeout"
 	"pg-ack|--slot cli_s --lsn 0/1|dbname slot|--wait"
 	"pgsync-config|--catalog-sql||"
