@@ -8,6 +8,7 @@
 #include "common.h"
 #include "log.h"
 #include "publication.h"
+#include "slotinfo.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -307,12 +308,6 @@ jobname_char(int c)
 	return isalnum(c) || c == '_' || c == '-';
 }
 
-static bool
-slot_char(int c)
-{
-	return islower(c) || isdigit(c) || c == '_';
-}
-
 /* A name of at most 63 characters, each one VALID_CHAR allows. */
 static bool
 check_name(struct key *k, const char *v, int line, bool (*valid_char) (int), const char *expect)
@@ -351,8 +346,15 @@ conf_check_value(struct key *k, const char *v, int line)
 			conf_set_text(k, v);
 			return true;
 		case T_SLOT:
-			return check_name(k, v, line, slot_char,
-							  "replication slot names use 1-63 lower-case letters, digits and _");
+			/* The programs' own rule (slotinfo.h), which --slot checks. */
+			if (!slot_name_valid(v))
+			{
+				conf_error(line, "invalid %s \"%s\": replication slot names use 1-63 lower-case letters, digits and _",
+						   k->name, v);
+				return false;
+			}
+			conf_set_text(k, v);
+			return true;
 		case T_IDENTS:
 			return check_idents(k, v, line);
 		case T_TABLES:
