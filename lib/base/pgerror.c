@@ -22,19 +22,19 @@
  * another references, COPY into a table with row security), limits of the
  * target (54: a row or index entry too big), a prerequisite state of the
  * table (55000: published on the target for updates without a replica
- * identity), check options (44) and the target's own triggers and routines refusing the row
- * (09, 20, 27, 2F, 38, 39, P0). Exit 3 is a missing privilege (42501): a
- * prerequisite. Everything else is exit 1 (runtime): the server, its
- * resources or another session stood in the way, and a later attempt may
- * succeed.
+ * identity), check options (44) and the target's own triggers and routines
+ * refusing the row (09, 20, 27, 2F, 38, 39, P0). Exit 3 is a missing
+ * privilege (42501): a prerequisite. Everything else is exit 1 (runtime):
+ * the server, its resources or another session stood in the way, and a
+ * later attempt may succeed.
  *
  * Before this table, pg-apply's changes and its snapshot loader decided
  * differently: the loader gave exit 5 to every class it did not know
- * (lock timeouts 55P03, 0A000, 25P02, ...), the changes exit 1 to every
- * class but 22, 23 and 42. Decided here, for both alike: 55P03 (a lock not
- * granted in time) and 25P02 (a statement after an earlier error, which was
- * the cause) are exit 1; 0A000, 54, 55000, 21, 27, 44 and a target
- * trigger's error are exit 5.
+ * (55P03, 0A000, 25P02, ...), the changes exit 1 to every class but 22, 23
+ * and 42. Decided here, for both alike: 55P03 (a lock not granted in time)
+ * and 25P02 (a statement after an earlier error, which was the cause and
+ * may not recur) are exit 1; 0A000, 3F, 54, 55000, 21, 44 and the target's
+ * triggers and routines are exit 5.
  *
  * retry: a new session may succeed where this one failed (pg-apply
  * reconnects, pg-walcat resumes): a lost connection, a server shutting
