@@ -290,25 +290,19 @@ truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_
 }
 
 bool
-applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols,
-					 const char *const *lo, const char *const *hi, uint64_t xid,
-					 lsn_t commit_lsn, struct apply_err *err)
+applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols, bool has_lo,
+					 bool has_hi, const char *const *bounds, uint64_t xid, lsn_t commit_lsn,
+					 struct apply_err *err)
 {
 	struct pending p = {.kind = PK_TRUNCATE, .op = 'T', .xid = xid, .commit_lsn = commit_lsn};
-	const char *params[2 * 32];
-	int n = 0;
 
 	a->rows++;
 	if ((p.rel = resolve(a, srel, err)) == NULL)
 		return false;
 	if (!send_held(a, err) || !pipeline_begin(a->pl, err))
 		return false;
-	relcache_range_delete_sql(p.rel, nkey, cols, lo != NULL, hi != NULL, &a->sql);
-	for (int j = 0; lo && j < nkey; j++)
-		params[n++] = lo[j];
-	for (int j = 0; hi && j < nkey; j++)
-		params[n++] = hi[j];
-	return pipeline_sql_params(a->pl, buf_cstr(&a->sql), n, params, &p, err);
+	relcache_range_delete_sql(p.rel, nkey, cols, has_lo, has_hi, &a->sql);
+	return pipeline_sql_params(a->pl, buf_cstr(&a->sql), nkey * (has_lo + has_hi), bounds, &p, err);
 }
 
 static bool

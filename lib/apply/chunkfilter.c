@@ -8,13 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An index has at most 32 columns (INDEX_MAX_KEYS). */
-#define MAX_KEY 32
-
 struct chunkfilter {
 	struct chunkmap *map;
-	struct cm_val k1[MAX_KEY], k2[MAX_KEY];
-	const char *lo[MAX_KEY], *hi[MAX_KEY];
+	struct cm_val k1[CM_MAX_KEY], k2[CM_MAX_KEY];
+	const char *bounds[2 * CM_MAX_KEY];	/* a range DELETE's lo, then hi values */
 	struct field *vals;			/* SR_MAX_COLS: a rewritten row */
 	struct buf row;				/* ... as a COPY text row */
 	struct sr_rel **trunc;		/* the tables a TRUNCATE still truncates whole */
@@ -224,16 +221,16 @@ truncate_tables(struct chunkfilter *cf, struct applier *ap, const struct sr_reco
 		for (size_t k = 0; k < t->nchunks && t->nkey > 0; k++)
 		{
 			const struct cm_chunk *ch = &t->chunks[k];
+			int nb = 0;
 
 			if (c < ch->lsn)
 				continue;
-			for (int j = 0; j < t->nkey; j++)
-			{
-				cf->lo[j] = ch->lo ? ch->lo[j].p : NULL;
-				cf->hi[j] = ch->hi ? ch->hi[j].p : NULL;
-			}
-			if (!applier_range_delete(ap, rec->trunc_rels[i], t->nkey, t->colidx, ch->lo ? cf->lo : NULL,
-									  ch->hi ? cf->hi : NULL, xid, c, err))
+			for (int j = 0; ch->lo && j < t->nkey; j++)
+				cf->bounds[nb++] = ch->lo[j].p;
+			for (int j = 0; ch->hi && j < t->nkey; j++)
+				cf->bounds[nb++] = ch->hi[j].p;
+			if (!applier_range_delete(ap, rec->trunc_rels[i], t->nkey, t->colidx, ch->lo != NULL, ch->hi != NULL,
+									  cf->bounds, xid, c, err))
 				return false;
 		}
 	}

@@ -460,7 +460,8 @@ static bool
 load_rows(struct chunkmap *m, PGresult *res, struct apply_err *err)
 {
 	int nrows = PQntuples(res);
-	const char **names = xcalloc(2 * 32 + 64, sizeof(char *));
+	/* Per chunk: its key column names, lo values, hi values. */
+	const char **names = xcalloc(3 * CM_MAX_KEY, sizeof(char *));
 	bool ok = true;
 
 	for (int r = 0; r < nrows && ok;)
@@ -472,8 +473,7 @@ load_rows(struct chunkmap *m, PGresult *res, struct apply_err *err)
 		lsn_t lsn;
 		int j = 0;
 
-		/* An index has at most 32 columns (INDEX_MAX_KEYS). */
-		if (nkey < 0 || nkey > 32 || !lsn_parse(PQgetvalue(res, r, 2), &lsn))
+		if (nkey < 0 || nkey > CM_MAX_KEY || !lsn_parse(PQgetvalue(res, r, 2), &lsn))
 			ok = bad_row(schema, table, err);
 		for (; ok && r < nrows && strcmp(PQgetvalue(res, r, 3), ctid) == 0 && strcmp(PQgetvalue(res, r, 0), schema) == 0 &&
 			   strcmp(PQgetvalue(res, r, 1), table) == 0; r++, j++)
@@ -487,15 +487,15 @@ load_rows(struct chunkmap *m, PGresult *res, struct apply_err *err)
 				break;
 			}
 			names[j] = PQgetvalue(res, r, 8);
-			names[32 + j] = PQgetvalue(res, r, 9);
-			names[64 + j] = PQgetvalue(res, r, 10);
+			names[CM_MAX_KEY + j] = PQgetvalue(res, r, 9);
+			names[2 * CM_MAX_KEY + j] = PQgetvalue(res, r, 10);
 		}
 		if (ok && nkey > 0 && j != nkey)
 			ok = bad_row(schema, table, err);
 		if (!ok)
 			break;
-		ok = chunkmap_add(m, schema, table, nkey, names, lo_null ? NULL : names + 32,
-						  hi_null ? NULL : names + 64, lsn, err);
+		ok = chunkmap_add(m, schema, table, nkey, names, lo_null ? NULL : names + CM_MAX_KEY,
+						  hi_null ? NULL : names + 2 * CM_MAX_KEY, lsn, err);
 	}
 	free(names);
 	return ok;
