@@ -72,12 +72,6 @@ pipeline_free(struct pipeline *pl)
 	free(pl);
 }
 
-size_t
-pipeline_in_flight(const struct pipeline *pl)
-{
-	return pl->npend;
-}
-
 bool
 pipeline_txn_open(const struct pipeline *pl)
 {

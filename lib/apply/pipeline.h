@@ -38,9 +38,6 @@ struct pipeline *pipeline_new(PGconn *conn, struct relcache *rc, int (*side_fd)(
 							  void (*side_read)(void));
 void pipeline_free(struct pipeline *pl);
 
-/* Results not read yet. */
-size_t pipeline_in_flight(const struct pipeline *pl);
-
 /* Open the target transaction (BEGIN) unless it is open. */
 bool pipeline_begin(struct pipeline *pl, struct apply_err *err);
 bool pipeline_txn_open(const struct pipeline *pl);
