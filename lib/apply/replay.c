@@ -1,6 +1,7 @@
 #include "replay.h"
 #include "buf.h"
 #include "common.h"
+#include "streamread.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +32,16 @@ struct replay {
 	size_t pos;
 };
 
-static const char relation[] = "RELATION\t";
-
 /* The "schema TAB table" of a RELATION line (its second and third fields). */
 static bool
 rel_key(const char *line, size_t len, const char **key, size_t *keylen)
 {
-	const char *p = line + sizeof(relation) - 1, *end = line + len;
+	const char *p, *end = line + len;
 	const char *t1, *t2;
 
-	if (len < sizeof(relation) - 1 || memcmp(line, relation, sizeof(relation) - 1) != 0)
+	if (!sr_line_is(line, len, SR_RELATION))
 		return false;
+	p = line + sizeof(REC_RELATION);	/* the name and its TAB */
 	if ((t1 = memchr(p, '\t', (size_t) (end - p))) == NULL)
 		return false;
 	t2 = memchr(t1 + 1, '\t', (size_t) (end - t1 - 1));
@@ -126,7 +126,7 @@ replay_free(struct replay *r)
 void
 replay_record(struct replay *r, const char *line, size_t len)
 {
-	r->last_rel = len >= sizeof(relation) - 1 && memcmp(line, relation, sizeof(relation) - 1) == 0;
+	r->last_rel = sr_line_is(line, len, SR_RELATION);
 	if (r->last_rel)
 	{
 		r->rels_last = r->rels.len;

@@ -507,31 +507,32 @@ parse_origin(struct streamread *sr, struct sr_record *rec, const char *line, siz
  * Every record of the format: its name, where it may stand, whether its
  * fields are split, its handler. sr_parse() finds the entry by name and
  * rejects a record in a place its entry does not name; the handler checks
- * the fields and the order within that place.
+ * the fields and the order within that place. The most frequent records
+ * come first: the rows of a snapshot frame, then the changes.
  */
 static const struct sr_kind kinds[] = {
-	{REC_HEADER, SR_HEADER, SR_AT_STREAM, true, parse_header},
-	{REC_RELATION, SR_RELATION, SR_AT_STREAM, true, sr_parse_relation},
-	{REC_TYPE, SR_TYPE, SR_AT_STREAM, true, parse_type},
-	{REC_BEGIN, SR_BEGIN, SR_AT_STREAM, true, parse_begin},
-	{REC_ORIGIN, SR_ORIGIN, SR_AT_STREAM, true, parse_origin},
-	{REC_COMMIT, SR_COMMIT, SR_AT_STREAM, true, parse_commit},
-	{REC_INSERT, SR_INSERT, SR_AT_STREAM, true, sr_parse_insert},
-	{REC_UPDATE, SR_UPDATE, SR_AT_STREAM, true, sr_parse_update},
-	{REC_DELETE, SR_DELETE, SR_AT_STREAM, true, sr_parse_delete},
-	{REC_TRUNCATE, SR_TRUNCATE, SR_AT_STREAM, true, sr_parse_truncate},
-	{REC_MESSAGE, SR_MESSAGE, SR_AT_STREAM, true, parse_message},
-	{REC_POSITION, SR_POSITION, SR_AT_STREAM, true, parse_position},
-	{REC_END, SR_END, SR_AT_STREAM, true, parse_end},
-	{REC_SNAPSHOT, SR_SNAPSHOT, SR_AT_STREAM, true, sr_parse_snapshot},
-	{REC_COPY, SR_COPY, SR_AT_SECTION, true, sr_parse_copy},
-	{REC_ROW, SR_ROW, SR_AT_FRAME, false, sr_parse_row},
-	{REC_ENDCOPY, SR_ENDCOPY, SR_AT_FRAME, true, sr_parse_endcopy},
-	{REC_TABLEDONE, SR_TABLEDONE, SR_AT_SECTION, true, sr_parse_tabledone},
-	{REC_SNAPSHOTDONE, SR_SNAPSHOTDONE, SR_AT_SECTION, true, sr_parse_snapshotdone},
-	{REC_CHUNKS, SR_CHUNKS, SR_AT_STREAM, true, sr_parse_chunks},
-	{REC_CHUNK, SR_CHUNK, SR_AT_SECTION, true, sr_parse_chunk},
-	{REC_CHUNKSDONE, SR_CHUNKSDONE, SR_AT_SECTION, true, sr_parse_chunksdone},
+	{REC_ROW, sizeof(REC_ROW) - 1, SR_ROW, SR_AT_FRAME, false, sr_parse_row},
+	{REC_INSERT, sizeof(REC_INSERT) - 1, SR_INSERT, SR_AT_STREAM, true, sr_parse_insert},
+	{REC_UPDATE, sizeof(REC_UPDATE) - 1, SR_UPDATE, SR_AT_STREAM, true, sr_parse_update},
+	{REC_DELETE, sizeof(REC_DELETE) - 1, SR_DELETE, SR_AT_STREAM, true, sr_parse_delete},
+	{REC_BEGIN, sizeof(REC_BEGIN) - 1, SR_BEGIN, SR_AT_STREAM, true, parse_begin},
+	{REC_COMMIT, sizeof(REC_COMMIT) - 1, SR_COMMIT, SR_AT_STREAM, true, parse_commit},
+	{REC_HEADER, sizeof(REC_HEADER) - 1, SR_HEADER, SR_AT_STREAM, true, parse_header},
+	{REC_RELATION, sizeof(REC_RELATION) - 1, SR_RELATION, SR_AT_STREAM, true, sr_parse_relation},
+	{REC_TYPE, sizeof(REC_TYPE) - 1, SR_TYPE, SR_AT_STREAM, true, parse_type},
+	{REC_ORIGIN, sizeof(REC_ORIGIN) - 1, SR_ORIGIN, SR_AT_STREAM, true, parse_origin},
+	{REC_TRUNCATE, sizeof(REC_TRUNCATE) - 1, SR_TRUNCATE, SR_AT_STREAM, true, sr_parse_truncate},
+	{REC_MESSAGE, sizeof(REC_MESSAGE) - 1, SR_MESSAGE, SR_AT_STREAM, true, parse_message},
+	{REC_POSITION, sizeof(REC_POSITION) - 1, SR_POSITION, SR_AT_STREAM, true, parse_position},
+	{REC_END, sizeof(REC_END) - 1, SR_END, SR_AT_STREAM, true, parse_end},
+	{REC_SNAPSHOT, sizeof(REC_SNAPSHOT) - 1, SR_SNAPSHOT, SR_AT_STREAM, true, sr_parse_snapshot},
+	{REC_COPY, sizeof(REC_COPY) - 1, SR_COPY, SR_AT_SECTION, true, sr_parse_copy},
+	{REC_ENDCOPY, sizeof(REC_ENDCOPY) - 1, SR_ENDCOPY, SR_AT_FRAME, true, sr_parse_endcopy},
+	{REC_TABLEDONE, sizeof(REC_TABLEDONE) - 1, SR_TABLEDONE, SR_AT_SECTION, true, sr_parse_tabledone},
+	{REC_SNAPSHOTDONE, sizeof(REC_SNAPSHOTDONE) - 1, SR_SNAPSHOTDONE, SR_AT_SECTION, true, sr_parse_snapshotdone},
+	{REC_CHUNKS, sizeof(REC_CHUNKS) - 1, SR_CHUNKS, SR_AT_STREAM, true, sr_parse_chunks},
+	{REC_CHUNK, sizeof(REC_CHUNK) - 1, SR_CHUNK, SR_AT_SECTION, true, sr_parse_chunk},
+	{REC_CHUNKSDONE, sizeof(REC_CHUNKSDONE) - 1, SR_CHUNKSDONE, SR_AT_SECTION, true, sr_parse_chunksdone},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -549,7 +550,7 @@ static const struct sr_kind *
 kind_named(const struct field *name)
 {
 	for (size_t i = 0; i < NKINDS; i++)
-		if (field_eq(name, kinds[i].name))
+		if (kinds[i].namelen == name->n && memcmp(kinds[i].name, name->p, name->n) == 0)
 			return &kinds[i];
 	return NULL;
 }

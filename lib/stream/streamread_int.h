@@ -67,6 +67,7 @@ struct streamread {
  * false for a record whose fields are left unsplit (ROW: a COPY row). */
 struct sr_kind {
 	const char *name;
+	size_t namelen;
 	enum sr_type type;
 	unsigned where;
 	bool split;
