@@ -125,6 +125,26 @@ check_line(const char *line, size_t len)
 	(void) field_is_name(&f[0]);
 }
 
+/* One zstd frame with a content checksum, as every writer makes them:
+ * input.c refuses a frame without one. */
+static size_t
+compress_frame(void *dst, size_t cap, const void *src, size_t n)
+{
+	static ZSTD_CCtx *cctx;
+	size_t r;
+
+	if (cctx == NULL)
+	{
+		cctx = ZSTD_createCCtx();
+		check(cctx != NULL, "zstd context");
+		ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
+		ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	}
+	r = ZSTD_compress2(cctx, dst, cap, src, n);
+	check(!ZSTD_isError(r), "zstd compress");
+	return r;
+}
+
 /* Write the transport form of the stream into a memfd, rewound. */
 static int
 make_fd(uint8_t mode, uint8_t arg, const uint8_t *p, size_t n, int *exact)
@@ -149,17 +169,14 @@ make_fd(uint8_t mode, uint8_t arg, const uint8_t *p, size_t n, int *exact)
 		{
 			/* mode 1: two frames, split at arg; mode 2: one frame cut short */
 			size_t split = mode == 1 ? (n ? arg % (n + 1) : 0) : n;
-			size_t cap = ZSTD_compressBound(split) + ZSTD_compressBound(n - split);
+			/* and 4 checksum bytes a frame */
+			size_t cap = ZSTD_compressBound(split) + ZSTD_compressBound(n - split) + 8;
 			size_t a, b = 0;
 
 			z = malloc(cap + 1);
-			a = ZSTD_compress(z, cap, p, split, 1);
-			check(!ZSTD_isError(a), "zstd compress");
+			a = compress_frame(z, cap, p, split);
 			if (mode == 1)
-			{
-				b = ZSTD_compress((char *) z + a, cap - a, p + split, n - split, 1);
-				check(!ZSTD_isError(b), "zstd compress");
-			}
+				b = compress_frame((char *) z + a, cap - a, p + split, n - split);
 			zn = a + b;
 			if (mode == 2)
 			{
