@@ -181,7 +181,8 @@ runtime_conn() {
 }
 
 @test "a runtime error is retried with backoff, then ERROR with last_error and exit 1" {
-	psql_at tgt -c "CREATE FUNCTION rn_fail() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''target trigger refuses''; END';
+	# 53100 (disk_full) is a runtime error: it may pass, so run retries it.
+	psql_at tgt -c "CREATE FUNCTION rn_fail() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''target trigger refuses'' USING ERRCODE = ''53100''; END';
 		CREATE TRIGGER rn_fail BEFORE INSERT ON rn_b FOR EACH ROW EXECUTE FUNCTION rn_fail();
 		ALTER TABLE rn_b ENABLE ALWAYS TRIGGER rn_fail"
 	psql_at src -c "INSERT INTO rn_b VALUES ('refused', '1')"
@@ -198,6 +199,25 @@ runtime_conn() {
 	run pgs rn status --json
 	echo "$output" | jq -e '.state == "ERROR" and .action == "pgsync run" and (.last_error | contains("target trigger refuses"))'
 	# The cause gone, run picks up where it stopped.
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
+	start_run rn
+	wait_until 30 same_tables rn_a rn_b
+	stop_run TERM
+}
+
+@test "a target trigger that refuses a change (P0001) stops run at once with exit 5, not retried" {
+	psql_at tgt -c "CREATE FUNCTION rn_refuse() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''target trigger refuses''; END';
+		CREATE TRIGGER rn_refuse BEFORE INSERT ON rn_b FOR EACH ROW EXECUTE FUNCTION rn_refuse();
+		ALTER TABLE rn_b ENABLE ALWAYS TRIGGER rn_refuse"
+	psql_at src -c "INSERT INTO rn_b VALUES ('refused again', '1')"
+	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.max_retries=3 >/dev/null
+	start_run rn
+	wait_run 60
+	psql_at tgt -c "DROP TRIGGER rn_refuse ON rn_b"
+	[ "$RUN_STATUS" -eq 5 ]
+	! log_has rn "retry 1 of 3"
+	[ "$(job_state rn)" = ERROR ]
+	[[ $(job_field rn last_error) == *"target trigger refuses"*"SQLSTATE P0001"* ]]
 	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b >/dev/null
 	start_run rn
 	wait_until 30 same_tables rn_a rn_b
