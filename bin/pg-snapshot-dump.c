@@ -650,7 +650,7 @@ main(int argc, char **argv)
 		char derr[700];
 
 		if (!chunkdone_read(o.done_file, &done, derr, sizeof(derr)))
-			usage_error("%s", derr);
+			log_fatal(EXIT_USAGE, "%s", derr);
 	}
 	sig_setup();
 	report_connection(&o, SRC_DISCONNECTED, true);
@@ -759,8 +759,8 @@ main(int argc, char **argv)
 		char b[32];
 
 		totals(&prog, &rows, &bytes, &estimate, &done);
-		log_info("snapshot copied: %d tables, %llu rows, %s in %.1f s", done,
-				 (unsigned long long) rows, human_bytes(bytes, b, sizeof(b)), (double) ms / 1000.0);
+		log_info("%s: %d tables, %llu rows, %s in %.1f s", o.chunked ? "chunk section copied, tables done" : "snapshot copied",
+				 done, (unsigned long long) rows, human_bytes(bytes, b, sizeof(b)), (double) ms / 1000.0);
 	}
 	if (conn)
 		PQfinish(conn);

@@ -327,3 +327,29 @@ complete_chunks() {
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$table'")" = "$whole" ]
 	resume_and_check k_apply pub_ka
 }
+
+@test "bad --done files and chunk options: one line each, exit 2 for usage, 5 for chunks that cannot be the table's" {
+	psql_at src -c "CREATE TABLE bad_t (id int PRIMARY KEY, v text); INSERT INTO bad_t SELECT g, 'x' FROM generate_series(1, 100) g;
+		CREATE PUBLICATION pub_bad FOR TABLE bad_t" >/dev/null
+	local t=$BATS_TEST_TMPDIR
+	run pg-snapshot-dump -d "$SRC_URL" --own-snapshot --publication pub_bad --chunk-rows 10
+	[ "$status" = 2 ] && [[ $output == *"--done, --chunk-rows and --group-seconds are for --chunked"* ]]
+	run pg-snapshot-dump -d "$SRC_URL" --own-snapshot --publication pub_bad --chunked
+	[ "$status" = 2 ] && [[ $output == *"--chunked needs --snapshot and --position from a slot"* ]]
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --group-seconds -1
+	[ "$status" = 2 ] && [[ $output == *'invalid --group-seconds "-1"'* ]]
+	printf 'public\tbad_t\t1\tid\t5\n' >"$t/short"
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --done "$t/short"
+	[ "$status" = 2 ] && [[ $output == *'--done file "'*'" line 1: expected schema, table'* ]] && [ "${#lines[@]}" = 1 ]
+	printf 'public\tbad_t\t1\tid\t\\N\t5\npublic\tbad_t\t1\tid\t3\t9\n' >"$t/overlap"
+	start_group
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/overlap" -q
+	[ "$status" = 5 ] && [[ $output == *"--done has overlapping chunks of public.bad_t"* ]]
+	printf 'public\tbad_t\t1\tother\t\\N\t5\n' >"$t/otherkey"
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/otherkey" -q
+	[ "$status" = 5 ] && [[ $output == *"--done has a chunk of public.bad_t by (other) that does not fit its chunk key (id)"* ]]
+	printf 'public\tbad_t\t1\tid\t\\N\tnot-a-number\n' >"$t/badvalue"
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/badvalue" -q
+	[ "$status" = 5 ]
+	end_group
+}
