@@ -74,8 +74,8 @@ take_values(struct field *f, int n, struct buf *tmp, bool *ok)
 	return v;
 }
 
-static void
-free_values(char **v, int n)
+void
+chunkplan_values_free(char **v, int n)
 {
 	if (v == NULL)
 		return;
@@ -182,9 +182,9 @@ chunkdone_free(struct done_set *ds)
 
 		free(c->schema);
 		free(c->name);
-		free_values(c->cols, c->nkey);
-		free_values(c->lo, c->nkey);
-		free_values(c->hi, c->nkey);
+		chunkplan_values_free(c->cols, c->nkey);
+		chunkplan_values_free(c->lo, c->nkey);
+		chunkplan_values_free(c->hi, c->nkey);
 	}
 	free(ds->c);
 	memset(ds, 0, sizeof(*ds));
@@ -570,7 +570,7 @@ cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_ra
 		 * repeats values, a gap may end inside a run of its leading value. */
 		if ((prev && chunkplan_cmp(k, b, prev) <= 0) || (gap->hi && chunkplan_cmp(k, b, gap->hi) >= 0))
 		{
-			free_values(b, k->nkey);
+			chunkplan_values_free(b, k->nkey);
 			continue;
 		}
 		add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), b);
@@ -681,8 +681,62 @@ chunkplan_ranges_free(struct key_range *r, int n, int nkey)
 {
 	for (int i = 0; i < n; i++)
 	{
-		free_values(r[i].lo, nkey);
-		free_values(r[i].hi, nkey);
+		chunkplan_values_free(r[i].lo, nkey);
+		chunkplan_values_free(r[i].hi, nkey);
 	}
 	free(r);
+}
+
+/* --- records ------------------------------------------------------------ */
+
+static void
+put_bound(struct buf *b, const struct snap_key *k, char *const *v)
+{
+	for (int i = 0; i < k->nkey; i++)
+		if (v)
+			rec_valuez(b, v[i]);
+		else
+			rec_null(b);
+}
+
+void
+chunkplan_record(struct buf *b, const char *schema, const char *name, const struct snap_key *k,
+				 char *const *lo, char *const *hi)
+{
+	rec_start(b, REC_CHUNK);
+	rec_valuez(b, schema);
+	rec_valuez(b, name);
+	rec_u64(b, (uint64_t) k->nkey);
+	for (int i = 0; i < k->nkey; i++)
+		rec_valuez(b, k->cols[i]);
+	put_bound(b, k, lo);
+	put_bound(b, k, hi);
+	rec_finish(b);
+}
+
+/* Int and uuid text needs no unescaping, and the stream escapes it the
+ * same way: the fields are taken as they are. */
+char **
+chunkplan_row_key(const struct snap_key *k, const char *row, size_t len)
+{
+	char **v = xcalloc((size_t) k->nkey, sizeof(char *));
+	const char *end = row + len;
+
+	for (int i = 0; i < k->nkey; i++)
+	{
+		const char *f = row, *e;
+
+		for (int c = 0; c < k->pos[i] && f < end; c++)
+		{
+			const char *tab = memchr(f, '\t', (size_t) (end - f));
+
+			f = tab ? tab + 1 : end;
+		}
+		for (e = f; e < end && *e != '\t' && *e != '\n'; e++)
+			;
+		v[i] = xmalloc((size_t) (e - f) + 1);
+		memcpy(v[i], f, (size_t) (e - f));
+		v[i][e - f] = '\0';
+	}
+	return v;
 }

@@ -10,8 +10,11 @@
 #define PGSYNC_CHUNKPLAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <libpq-fe.h>
+
+#include "buf.h"
 
 /* The chunk key of a table cut by key: its replica identity index. */
 struct snap_key {
@@ -77,5 +80,13 @@ char *chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, ch
 char *chunkplan_order(const struct snap_key *k);
 /* Compare two key tuples of k (both bounded): <0, 0, >0. */
 int chunkplan_cmp(const struct snap_key *k, char *const *a, char *const *b);
+
+/* The CHUNK record of chunk (lo, hi] of schema.name, appended to b. */
+void chunkplan_record(struct buf *b, const char *schema, const char *name, const struct snap_key *k,
+					  char *const *lo, char *const *hi);
+/* The key values of a COPY text row of the table's copied columns. */
+char **chunkplan_row_key(const struct snap_key *k, const char *row, size_t len);
+/* Free n key values (NULL: nothing). */
+void chunkplan_values_free(char **v, int n);
 
 #endif

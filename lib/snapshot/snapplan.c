@@ -683,15 +683,8 @@ snapplan_free(struct snap_plan *plan)
 		const struct snap_key *k = plan->tables[plan->parts[i].table].key;
 
 		free(plan->parts[i].sql);
-		for (int c = 0; k && c < k->nkey; c++)
-		{
-			if (plan->parts[i].lo)
-				free(plan->parts[i].lo[c]);
-			if (plan->parts[i].hi)
-				free(plan->parts[i].hi[c]);
-		}
-		free(plan->parts[i].lo);
-		free(plan->parts[i].hi);
+		chunkplan_values_free(plan->parts[i].lo, k ? k->nkey : 0);
+		chunkplan_values_free(plan->parts[i].hi, k ? k->nkey : 0);
 	}
 	for (int i = 0; i < plan->ntables; i++)
 		chunkplan_key_free(plan->tables[i].key);

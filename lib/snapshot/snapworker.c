@@ -244,71 +244,19 @@ time_is_up(struct snaprun *r)
 	return __atomic_load_n(&r->time_up, __ATOMIC_RELAXED);
 }
 
-/* The key of the frame's last row, from its COPY text: int and uuid text
- * needs no unescaping, and the stream escapes it the same way. */
-static char **
-last_key(const struct snap_table *t, const struct slot *s)
-{
-	const struct snap_key *k = t->key;
-	char **v = xcalloc((size_t) k->nkey, sizeof(char *));
-	const char *row = s->data + s->last_row + 4;	/* after "ROW" TAB */
-	const char *end = s->data + s->len;
-
-	for (int i = 0; i < k->nkey; i++)
-	{
-		const char *f = row, *e;
-
-		for (int c = 0; c < k->pos[i] && f < end; c++)
-		{
-			const char *tab = memchr(f, '\t', (size_t) (end - f));
-
-			f = tab ? tab + 1 : end;
-		}
-		for (e = f; e < end && *e != '\t' && *e != '\n'; e++)
-			;
-		v[i] = xmalloc((size_t) (e - f) + 1);
-		memcpy(v[i], f, (size_t) (e - f));
-		v[i][e - f] = '\0';
-	}
-	return v;
-}
-
-static void
-free_key(char **v, int n)
-{
-	if (v == NULL)
-		return;
-	for (int i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static void
-put_bound(struct buf *b, const struct snap_key *k, char *const *v)
-{
-	for (int i = 0; i < k->nkey; i++)
-		if (v)
-			rec_valuez(b, v[i]);
-		else
-			rec_null(b);
-}
-
 /* The CHUNK line of frame s: the whole of chunk (lo, hi]. */
 static void
 chunk_line(const struct snap_table *t, struct slot *s, char *const *lo, char *const *hi)
 {
-	struct buf *b = &s->chunk;
+	buf_reset(&s->chunk);
+	chunkplan_record(&s->chunk, t->schema, t->name, t->key, lo, hi);
+}
 
-	buf_reset(b);
-	rec_start(b, REC_CHUNK);
-	rec_valuez(b, t->schema);
-	rec_valuez(b, t->name);
-	rec_u64(b, (uint64_t) t->key->nkey);
-	for (int i = 0; i < t->key->nkey; i++)
-		rec_valuez(b, t->key->cols[i]);
-	put_bound(b, t->key, lo);
-	put_bound(b, t->key, hi);
-	rec_finish(b);
+/* The key of the frame's last row (after its "ROW" TAB). */
+static char **
+last_key(const struct snap_table *t, const struct slot *s)
+{
+	return chunkplan_row_key(t->key, s->data + s->last_row + 4, s->len - s->last_row - 4);
 }
 
 /* The group's time is up in the middle of a part: stop its COPY. The
@@ -397,11 +345,11 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 			{
 				chunk_line(t, s, lo ? lo : part->lo, hi);
 				frame_close(s, true);
-				free_key(lo, t->key->nkey);
+				chunkplan_values_free(lo, t->key->nkey);
 				lo = hi;
 				if (!submit(r, s))
 				{
-					free_key(lo, t->key->nkey);
+					chunkplan_values_free(lo, t->key->nkey);
 					PQfreemem(row);
 					return false;
 				}
@@ -415,7 +363,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 					put_free_locked(r, s);
 					pthread_mutex_unlock(&r->mu);
 				}
-				free_key(lo, t->key->nkey);
+				chunkplan_values_free(lo, t->key->nkey);
 				PQfreemem(row);
 				stop_copy(conn);
 				*cut = true;
@@ -423,7 +371,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 			}
 			if ((s = get_slot(r)) == NULL)
 			{
-				free_key(lo, t->key->nkey);
+				chunkplan_values_free(lo, t->key->nkey);
 				PQfreemem(row);
 				return false;
 			}
@@ -479,7 +427,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 	if (keyed)
 	{
 		chunk_line(t, s, lo ? lo : part->lo, part->hi);
-		free_key(lo, t->key->nkey);
+		chunkplan_values_free(lo, t->key->nkey);
 	}
 	/* In a chunk section a table copied in one piece has a frame too, if
 	 * empty: the loader tells it from one whose chunks were all done. */
