@@ -177,8 +177,13 @@ SQL
 	# group 1: its time is up while the loader waits on the lock
 	block_target g_big
 	xmin_of chunk_src "$BATS_TEST_TMPDIR/xmin1"
+	# the table grows at the end during the group, after its snapshot
+	(wait_until 60 sql_is src t "SELECT count(*) > 0 FROM pg_replication_slots WHERE temporary" &&
+		psql_at src -c "INSERT INTO g_big SELECT g, 'during' FROM generate_series(200001, 200500) g") >/dev/null &
+	local grower=$!
 	group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
 	local l1=$LI
+	wait "$grower"
 	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
 	grep -q "the group's 1 s are up" "$BATS_TEST_TMPDIR/dump.err"
 	[ "$(psql_at tgt -c "SELECT state FROM pgsync.table_sync WHERE table_name = 'g_big'")" = copying ]
@@ -188,7 +193,7 @@ SQL
 	# between groups no session of the copy holds a snapshot on the source
 	wait_until 60 sql_is src 0 "SELECT count(*) FROM pg_stat_activity WHERE usename = 'chunk_src' AND backend_xmin IS NOT NULL"
 	# the source changes between the groups, all over the key space, and grows at the end
-	psql_at src -c "UPDATE g_big SET v = 'changed' WHERE id % 1000 = 0; INSERT INTO g_big SELECT g, 'new' FROM generate_series(200001, 201000) g" >/dev/null
+	psql_at src -c "UPDATE g_big SET v = 'changed' WHERE id % 1000 = 0; INSERT INTO g_big SELECT g, 'new' FROM generate_series(200501, 201000) g" >/dev/null
 	psql_at src -c "COPY g_big TO STDOUT" | psql_at tgt -c "COPY g_after FROM STDIN"
 	# group 2, cut again; then the rest
 	block_target g_big
@@ -208,6 +213,8 @@ SQL
 	wait_until 30 test -s "$BATS_TEST_TMPDIR/xmin1" -a -s "$BATS_TEST_TMPDIR/xmin2"
 	(($(cat "$BATS_TEST_TMPDIR/xmin2") > $(cat "$BATS_TEST_TMPDIR/xmin1")))
 	covers g_big
+	[ "$(psql_at tgt -c "SELECT count(*) FROM g_big WHERE v = 'during'")" = "$(psql_at tgt -c "SELECT CASE WHEN hi IS NULL AND lsn = '$l1' THEN 0 ELSE 500 END
+		FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = 'g_big' AND hi IS NULL")" ]
 	# each chunk holds the rows as they were at its own group's snapshot
 	[ "$(in_chunks "$l1" g_big g_before)" = 0 ]
 	for l in $(psql_at tgt -c "SELECT DISTINCT lsn FROM pgsync.table_chunk WHERE lsn <> '$l1'"); do
@@ -352,4 +359,15 @@ complete_chunks() {
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/badvalue" -q
 	[ "$status" = 5 ]
 	end_group
+}
+
+@test "a target that publishes all its tables can still delete a job's chunks (cleanup, a restart)" {
+	psql_at tgt -c "CREATE PUBLICATION tgt_all FOR ALL TABLES" >/dev/null
+	psql_at tgt -c "CREATE TABLE pub_x (id int, name text, bio text); CREATE TABLE pub_log (line text)" >/dev/null
+	sed 's/\tpublic\tusers\t/\tpublic\tpub_x\t/; s/\tpublic\tlog\t/\tpublic\tpub_log\t/' "$PGSYNC_ROOT/formats/example-chunks.pgcs" |
+		pg-apply -d "$TGT_URL" --job pubjob
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'pubjob'")" = 3 ]
+	psql_at tgt -c "DELETE FROM pgsync.job WHERE job = 'pubjob'" >/dev/null
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'pubjob'")" = 0 ]
+	psql_at tgt -c "DROP PUBLICATION tgt_all" >/dev/null
 }

@@ -119,7 +119,10 @@ const char catalog_ddl[] =
 	"  bytes bigint NOT NULL,\n"
 	"  copied_at timestamptz NOT NULL DEFAULT now()\n"
 	");\n"
-	"CREATE INDEX IF NOT EXISTS table_chunk_table ON pgsync.table_chunk (job, schema_name, table_name);\n";
+	"CREATE INDEX IF NOT EXISTS table_chunk_table ON pgsync.table_chunk (job, schema_name, table_name);\n"
+	/* No key: a target that publishes all its tables (to a replica of its
+	 * own) must still let cleanup and a restart delete the chunks. */
+	"ALTER TABLE pgsync.table_chunk REPLICA IDENTITY FULL;\n";
 
 bool
 catalog_ensure(PGconn *conn, struct pgerr *err)
