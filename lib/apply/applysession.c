@@ -44,7 +44,8 @@ applysession_meta(PGconn *meta, struct apply_err *err)
 	return false;
 }
 
-uint64_t
+/* How long to wait before reconnect attempt n (1, 2, ...). */
+static uint64_t
 applysession_backoff_ms(int attempt)
 {
 	static bool seeded;
@@ -62,7 +63,8 @@ applysession_backoff_ms(int attempt)
 	return base / 2 + (uint64_t) random() % (base / 2 + 1);
 }
 
-bool
+/* Sleep ms; false (at once) when a stop was requested. */
+static bool
 applysession_pause(uint64_t ms)
 {
 	uint64_t until = now_ms() + ms;

@@ -30,12 +30,6 @@ PGconn *applysession_connect(const char *conninfo, struct apply_err *err);
  */
 bool applysession_meta(PGconn *meta, struct apply_err *err);
 
-/* How long to wait before reconnect attempt n (1, 2, ...). */
-uint64_t applysession_backoff_ms(int attempt);
-
-/* Sleep ms; false (at once) when a stop was requested. */
-bool applysession_pause(uint64_t ms);
-
 /* What the sessions are for: the same at every reconnect. */
 struct applysession_cfg {
 	const char *conninfo;
@@ -60,7 +54,7 @@ void applysession_close(struct applysession *s);
 
 /*
  * The sessions failed: close them and open new ones, waiting before each
- * attempt (applysession_backoff_ms()), until one works or s->retries reaches
+ * attempt (doubling, with jitter), until one works or s->retries reaches
  * cfg->max_retries. Then *applied is the position the target committed,
  * commit_time its commit time: the target decides what the lost batch left.
  * It may not be behind known, which the checkpoint file may already have

@@ -177,7 +177,8 @@ repl_finish(PGconn *conn, int timeout_ms)
 		PQclear(res);
 }
 
-int64_t
+/* Now as PostgreSQL timestamps count: microseconds since 2000-01-01 UTC. */
+static int64_t
 repl_pg_now(void)
 {
 	struct timeval tv;

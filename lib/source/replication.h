@@ -63,9 +63,6 @@ bool repl_send_status(PGconn *conn, lsn_t write, lsn_t flush, lsn_t apply,
  */
 void repl_finish(PGconn *conn, int timeout_ms);
 
-/* Now as PostgreSQL timestamps count: microseconds since 2000-01-01 UTC. */
-int64_t repl_pg_now(void);
-
 /*
  * The exit code an error from the server means for a replication client:
  * EXIT_CONTINUITY for a missing or invalidated slot or WAL that is gone,

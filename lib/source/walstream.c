@@ -14,6 +14,11 @@
 /* Records collect here and go to the output in chunks of about this size. */
 #define WS_CHUNK (64 * 1024)
 
+/* Counters for logs. */
+struct ws_stats {
+	uint64_t transactions, changes, streamed, aborted, bytes;
+};
+
 struct walstream {
 	struct walstream_config cfg;
 	struct out *out;
@@ -409,12 +414,6 @@ ws_in_transaction(const struct walstream *ws)
 }
 
 lsn_t
-ws_position(const struct walstream *ws)
-{
-	return ws->pos;
-}
-
-lsn_t
 ws_written(const struct walstream *ws)
 {
 	return ws->written;
@@ -426,7 +425,7 @@ ws_exit_code(const struct walstream *ws)
 	return ws->exit_code ? ws->exit_code : EXIT_RUNTIME;
 }
 
-void
+static void
 ws_stats(const struct walstream *ws, struct ws_stats *st)
 {
 	*st = ws->st;

@@ -60,18 +60,12 @@ enum ws_status ws_flush(struct walstream *ws);
 
 /* A transaction is open in the output (BEGIN written, COMMIT not yet). */
 bool ws_in_transaction(const struct walstream *ws);
-/* Every transaction committing below this was written. */
-lsn_t ws_position(const struct walstream *ws);
-/* The same, also counting keepalive positions not written as POSITION
- * (rate limit): what the server may be told was written, never flushed. */
+/* Every transaction committing below this was written, and keepalive
+ * positions not written as POSITION (rate limit) count too: what the
+ * server may be told was written, never flushed. */
 lsn_t ws_written(const struct walstream *ws);
 int ws_exit_code(const struct walstream *ws);
 
-/* Counters for logs. */
-struct ws_stats {
-	uint64_t transactions, changes, streamed, aborted, bytes;
-};
-void ws_stats(const struct walstream *ws, struct ws_stats *st);
 /* One info line: position reached and the counters. */
 void ws_log_stats(const struct walstream *ws);
 

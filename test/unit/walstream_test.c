@@ -4,7 +4,8 @@
 #include "unit.h"
 #include "log.h"
 #include "out.h"
-#include "walstream.h"
+/* The module itself: the test looks at its position and counters. */
+#include "walstream.c"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -51,7 +52,7 @@ begin(struct walstream *ws, uint32_t xid, uint64_t final_lsn)
 }
 
 static enum ws_status
-commit(struct walstream *ws, uint64_t lsn, uint64_t end)
+send_commit(struct walstream *ws, uint64_t lsn, uint64_t end)
 {
 	m_reset('C');
 	m8(0);
@@ -95,7 +96,7 @@ stream_stop(struct walstream *ws)
 }
 
 static enum ws_status
-stream_commit(struct walstream *ws, uint32_t xid, uint64_t lsn, uint64_t end)
+send_stream_commit(struct walstream *ws, uint32_t xid, uint64_t lsn, uint64_t end)
 {
 	m_reset('c');
 	m32(xid);
@@ -132,7 +133,7 @@ message(struct walstream *ws, bool transactional, uint64_t lsn, const char *pref
 static char got[65536];
 
 static const char *
-drain(struct walstream *ws)
+drained(struct walstream *ws)
 {
 	static long pos = 0;
 	char line[4096];
@@ -173,7 +174,7 @@ fresh(uint64_t endpos)
 	struct walstream *ws = ws_new(&cfg, out);
 
 	CHECK(ws_begin_stream(ws, "42", 1, "slot", 0x100, 150000) == WS_OK);
-	drain(ws);
+	drained(ws);
 	return ws;
 }
 
@@ -183,35 +184,35 @@ test_plain(void)
 	struct walstream *ws = fresh(0);
 
 	CHECK(relation(ws, 0, 16385, "t") == WS_OK);
-	CHECK(strcmp(drain(ws), "") == 0);	/* described only when used */
+	CHECK(strcmp(drained(ws), "") == 0);	/* described only when used */
 	CHECK(begin(ws, 700, 0x200) == WS_OK);
 	CHECK(ws_in_transaction(ws));
 	CHECK(insert(ws, 0, 16385, "1", NULL) == WS_OK);
 	CHECK(message(ws, true, 0x1F0, "app") == WS_OK);
 	CHECK(message(ws, true, 0x1F8, "pgsync.x") == WS_OK);
-	CHECK(commit(ws, 0x200, 0x230) == WS_OK);
+	CHECK(send_commit(ws, 0x200, 0x230) == WS_OK);
 	CHECK(!ws_in_transaction(ws));
-	CHECK_STR(drain(ws), "BEGIN 700 0/200|RELATION public t|INSERT public t|MESSAGE t 0/1F0|COMMIT 700 0/200|");
-	CHECK(ws_position(ws) == 0x230);
+	CHECK_STR(drained(ws), "BEGIN 700 0/200|RELATION public t|INSERT public t|MESSAGE t 0/1F0|COMMIT 700 0/200|");
+	CHECK(ws->pos == 0x230);
 	/* The relation is not repeated... */
 	CHECK(begin(ws, 701, 0x300) == WS_OK);
 	CHECK(insert(ws, 0, 16385, "2", "x") == WS_OK);
-	CHECK(commit(ws, 0x300, 0x330) == WS_OK);
-	CHECK_STR(drain(ws), "BEGIN 701 0/300|INSERT public t|COMMIT 701 0/300|");
+	CHECK(send_commit(ws, 0x300, 0x330) == WS_OK);
+	CHECK_STR(drained(ws), "BEGIN 701 0/300|INSERT public t|COMMIT 701 0/300|");
 	/* ...unless a new header starts a new stream. */
 	CHECK(ws_begin_stream(ws, "42", 1, "slot", 0x330, 150000) == WS_OK);
 	CHECK(begin(ws, 702, 0x400) == WS_OK);
 	CHECK(insert(ws, 0, 16385, "3", "y") == WS_OK);
-	CHECK(commit(ws, 0x400, 0x430) == WS_OK);
-	CHECK_STR(drain(ws), "PGCS 1 42|BEGIN 702 0/400|RELATION public t|INSERT public t|COMMIT 702 0/400|");
+	CHECK(send_commit(ws, 0x400, 0x430) == WS_OK);
+	CHECK_STR(drained(ws), "PGCS 1 42|BEGIN 702 0/400|RELATION public t|INSERT public t|COMMIT 702 0/400|");
 	/* The same description again is not news; a changed one is. */
 	CHECK(relation(ws, 0, 16385, "t") == WS_OK);
 	CHECK(begin(ws, 703, 0x500) == WS_OK);
 	CHECK(insert(ws, 0, 16385, "4", "y") == WS_OK);
 	CHECK(relation(ws, 0, 16385, "t2") == WS_OK);
 	CHECK(insert(ws, 0, 16385, "5", "y") == WS_OK);
-	CHECK(commit(ws, 0x500, 0x530) == WS_OK);
-	CHECK_STR(drain(ws), "BEGIN 703 0/500|INSERT public t|RELATION public t2|INSERT public t2|COMMIT 703 0/500|");
+	CHECK(send_commit(ws, 0x500, 0x530) == WS_OK);
+	CHECK_STR(drained(ws), "BEGIN 703 0/500|INSERT public t|RELATION public t2|INSERT public t2|COMMIT 703 0/500|");
 	ws_free(ws);
 }
 
@@ -221,24 +222,24 @@ test_positions(void)
 	struct walstream *ws = fresh(0);
 
 	CHECK(ws_keepalive(ws, 0x150, 5000) == WS_OK);
-	CHECK_STR(drain(ws), "POSITION 0/150|");
+	CHECK_STR(drained(ws), "POSITION 0/150|");
 	/* Rate limit: not within a second, but the server may hear it. */
 	CHECK(ws_keepalive(ws, 0x160, 5500) == WS_OK);
-	CHECK_STR(drain(ws), "");
-	CHECK(ws_written(ws) == 0x160 && ws_position(ws) == 0x150);
+	CHECK_STR(drained(ws), "");
+	CHECK(ws_written(ws) == 0x160 && ws->pos == 0x150);
 	CHECK(ws_keepalive(ws, 0x160, 6100) == WS_OK);
-	CHECK_STR(drain(ws), "POSITION 0/160|");
+	CHECK_STR(drained(ws), "POSITION 0/160|");
 	/* Not backwards, not inside a transaction. */
 	CHECK(ws_keepalive(ws, 0x120, 9000) == WS_OK);
 	CHECK(begin(ws, 1, 0x200) == WS_OK);
 	CHECK(ws_keepalive(ws, 0x300, 12000) == WS_OK);
-	CHECK(commit(ws, 0x200, 0x230) == WS_OK);
-	CHECK_STR(drain(ws), "BEGIN 1 0/200|COMMIT 1 0/200|");
+	CHECK(send_commit(ws, 0x200, 0x230) == WS_OK);
+	CHECK_STR(drained(ws), "BEGIN 1 0/200|COMMIT 1 0/200|");
 	/* A pgsync message outside transactions is a position; others are MESSAGE n. */
 	CHECK(message(ws, false, 0x280, "pgsync.heartbeat") == WS_OK);
 	CHECK(message(ws, false, 0x290, "app") == WS_OK);
 	CHECK(message(ws, false, 0x270, "pgsync.heartbeat") == WS_OK);
-	CHECK_STR(drain(ws), "POSITION 0/280|MESSAGE n 0/290|");
+	CHECK_STR(drained(ws), "POSITION 0/280|MESSAGE n 0/290|");
 	ws_free(ws);
 }
 
@@ -250,16 +251,16 @@ test_endpos(void)
 	/* A BEGIN at endpos: that transaction is not below it. */
 	ws = fresh(0x400);
 	CHECK(begin(ws, 1, 0x300) == WS_OK);
-	CHECK(commit(ws, 0x300, 0x330) == WS_OK);
+	CHECK(send_commit(ws, 0x300, 0x330) == WS_OK);
 	CHECK(begin(ws, 2, 0x400) == WS_ENDPOS);
 	CHECK(ws_end(ws) == WS_OK);
-	CHECK_STR(drain(ws), "BEGIN 1 0/300|COMMIT 1 0/300|END 0/400|");
+	CHECK_STR(drained(ws), "BEGIN 1 0/300|COMMIT 1 0/300|END 0/400|");
 	ws_free(ws);
 
 	/* A COMMIT ending at or past endpos is the last one. */
 	ws = fresh(0x320);
 	CHECK(begin(ws, 1, 0x300) == WS_OK);
-	CHECK(commit(ws, 0x300, 0x330) == WS_ENDPOS);
+	CHECK(send_commit(ws, 0x300, 0x330) == WS_ENDPOS);
 	ws_free(ws);
 
 	/* A keepalive at endpos, but only between transactions. */
@@ -267,26 +268,26 @@ test_endpos(void)
 	CHECK(ws_keepalive(ws, 0x3FF, 1000) == WS_OK);
 	CHECK(begin(ws, 1, 0x380) == WS_OK);
 	CHECK(ws_keepalive(ws, 0x500, 3000) == WS_OK);
-	CHECK(commit(ws, 0x380, 0x3A0) == WS_OK);
+	CHECK(send_commit(ws, 0x380, 0x3A0) == WS_OK);
 	CHECK(ws_keepalive(ws, 0x400, 5000) == WS_ENDPOS);
 	ws_free(ws);
 
 	/* A message ending at endpos is below it; one ending past it is not. */
 	ws = fresh(0x400);
 	CHECK(message(ws, false, 0x400, "app") == WS_ENDPOS);
-	CHECK_STR(drain(ws), "MESSAGE n 0/400|");
+	CHECK_STR(drained(ws), "MESSAGE n 0/400|");
 	ws_free(ws);
 	ws = fresh(0x400);
 	CHECK(message(ws, false, 0x408, "app") == WS_ENDPOS);
-	CHECK_STR(drain(ws), "");
+	CHECK_STR(drained(ws), "");
 	ws_free(ws);
 
 	/* A streamed transaction committing at endpos is left for the next run. */
 	ws = fresh(0x400);
 	CHECK(stream_start(ws, 9, true) == WS_OK);
 	CHECK(stream_stop(ws) == WS_OK);
-	CHECK(stream_commit(ws, 9, 0x400, 0x430) == WS_ENDPOS);
-	CHECK_STR(drain(ws), "");
+	CHECK(send_stream_commit(ws, 9, 0x400, 0x430) == WS_ENDPOS);
+	CHECK_STR(drained(ws), "");
 	ws_free(ws);
 }
 
@@ -307,11 +308,11 @@ test_streams(void)
 	CHECK(insert(ws, 21, 16390, "20sub", NULL) == WS_OK);
 	CHECK(insert(ws, 22, 16390, "20nested", NULL) == WS_OK);
 	CHECK(stream_stop(ws) == WS_OK);
-	CHECK_STR(drain(ws), "");
+	CHECK_STR(drained(ws), "");
 	CHECK(!ws_in_transaction(ws));
 	CHECK(begin(ws, 30, 0x200) == WS_OK);
 	CHECK(insert(ws, 0, 16385, "30a", NULL) == WS_OK);
-	CHECK(commit(ws, 0x200, 0x230) == WS_OK);
+	CHECK(send_commit(ws, 0x200, 0x230) == WS_OK);
 	CHECK(stream_start(ws, 10, false) == WS_OK);
 	CHECK(insert(ws, 10, 16385, "10b", NULL) == WS_OK);
 	CHECK(stream_stop(ws) == WS_OK);
@@ -320,9 +321,9 @@ test_streams(void)
 	CHECK(stream_start(ws, 20, false) == WS_OK);
 	CHECK(insert(ws, 20, 16390, "20b", NULL) == WS_OK);
 	CHECK(stream_stop(ws) == WS_OK);
-	CHECK(stream_commit(ws, 20, 0x300, 0x330) == WS_OK);
+	CHECK(send_stream_commit(ws, 20, 0x300, 0x330) == WS_OK);
 	CHECK(stream_abort(ws, 10, 10) == WS_OK);
-	CHECK_STR(drain(ws), "BEGIN 30 0/200|RELATION public t|INSERT public t|COMMIT 30 0/200|"
+	CHECK_STR(drained(ws), "BEGIN 30 0/200|RELATION public t|INSERT public t|COMMIT 30 0/200|"
 			  "BEGIN 20 0/300|RELATION public u|INSERT public u|INSERT public u|COMMIT 20 0/300|");
 	ws_stats(ws, &st);
 	CHECK(st.transactions == 2 && st.streamed == 1 && st.aborted == 1 && st.changes == 3);
@@ -330,7 +331,7 @@ test_streams(void)
 	CHECK(stream_start(ws, 40, true) == WS_OK);
 	CHECK(insert(ws, 40, 16385, "40a", NULL) == WS_OK);
 	CHECK(ws_begin_stream(ws, "42", 1, "slot", 0x330, 150000) == WS_OK);
-	CHECK(stream_commit(ws, 40, 0x400, 0x430) == WS_FAILED);
+	CHECK(send_stream_commit(ws, 40, 0x400, 0x430) == WS_FAILED);
 	ws_free(ws);
 }
 
@@ -340,7 +341,7 @@ test_violations(void)
 	struct walstream *ws;
 
 	ws = fresh(0);
-	CHECK(commit(ws, 0x200, 0x230) == WS_FAILED);
+	CHECK(send_commit(ws, 0x200, 0x230) == WS_FAILED);
 	CHECK(ws_exit_code(ws) == 1);
 	ws_free(ws);
 
