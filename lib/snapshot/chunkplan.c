@@ -84,6 +84,22 @@ chunkplan_values_free(char **v, int n)
 	free(v);
 }
 
+static int
+cmp_names(const char *s1, const char *n1, const char *s2, const char *n2)
+{
+	int c = strcmp(s1, s2);
+
+	return c ? c : strcmp(n1, n2);
+}
+
+static int
+cmp_table(const void *a, const void *b)
+{
+	const struct done_chunk *x = a, *y = b;
+
+	return cmp_names(x->schema, x->name, y->schema, y->name);
+}
+
 bool
 chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 {
@@ -161,6 +177,9 @@ chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read --done file \"%s\": %s", path, strerror(errno));
 		goto fail;
 	}
+	/* By table: each table finds its chunks by binary search. */
+	if (ds->n > 1)
+		qsort(ds->c, (size_t) ds->n, sizeof(*ds->c), cmp_table);
 	fclose(f);
 	free(line);
 	buf_free(&tmp);
@@ -190,11 +209,35 @@ chunkdone_free(struct done_set *ds)
 	memset(ds, 0, sizeof(*ds));
 }
 
+int
+chunkdone_find(const struct done_set *ds, const char *schema, const char *name, int *n)
+{
+	int lo = 0, hi = ds ? ds->n : 0, first;
+
+	/* The first chunk of the table, then its run. */
+	while (lo < hi)
+	{
+		int mid = lo + (hi - lo) / 2;
+
+		if (cmp_names(ds->c[mid].schema, ds->c[mid].name, schema, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	while (ds && lo < ds->n && cmp_names(ds->c[lo].schema, ds->c[lo].name, schema, name) == 0)
+		lo++;
+	*n = lo - first;
+	return first;
+}
+
 bool
 chunkdone_whole(const struct done_set *ds, const char *schema, const char *name)
 {
-	for (int i = 0; ds && i < ds->n; i++)
-		if (ds->c[i].nkey == 0 && strcmp(ds->c[i].schema, schema) == 0 && strcmp(ds->c[i].name, name) == 0)
+	int n, first = chunkdone_find(ds, schema, name, &n);
+
+	for (int i = first; i < first + n; i++)
+		if (ds->c[i].nkey == 0)
 			return true;
 	return false;
 }
@@ -606,18 +649,19 @@ chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char 
 				 const struct snap_key *k, const struct done_set *ds, int jobs, double est,
 				 struct key_range **out, int *nout)
 {
-	const struct done_chunk **mine = xcalloc((size_t) (ds ? ds->n : 0) + 1, sizeof(*mine));
+	int ndone, first = chunkdone_find(ds, schema, name, &ndone);
+	const struct done_chunk **mine = xcalloc((size_t) ndone + 1, sizeof(*mine));
 	struct ranges gaps = {0}, rs = {0};
 	char **cur = NULL;
 	bool open_end = true;
 	int n = 0, rc = EXIT_DONE;
 
-	for (int i = 0; ds && i < ds->n; i++)
+	for (int i = first; i < first + ndone; i++)
 	{
 		const struct done_chunk *c = &ds->c[i];
 		bool same = c->nkey == k->nkey;
 
-		if (strcmp(c->schema, schema) != 0 || strcmp(c->name, name) != 0 || c->nkey == 0)
+		if (c->nkey == 0)
 			continue;
 		for (int j = 0; same && j < k->nkey; j++)
 			same = strcmp(c->cols[j], k->cols[j]) == 0 &&

@@ -46,6 +46,8 @@ struct key_range {
 /* Read --done FILE. False with a message in err (a usage error). */
 bool chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen);
 void chunkdone_free(struct done_set *ds);
+/* The chunks of schema.name: the index of the first, *n of them. */
+int chunkdone_find(const struct done_set *ds, const char *schema, const char *name, int *n);
 /* Is schema.name listed as a table done in one piece? */
 bool chunkdone_whole(const struct done_set *ds, const char *schema, const char *name);
 

@@ -540,9 +540,16 @@ plan_chunked(struct planner *p, const struct leaf *l, int *rc)
 		t->whole_done = true;
 		return true;
 	}
-	for (int i = 0; ds && i < ds->n && !has_done; i++)
-		has_done = ds->c[i].nkey > 0 && strcmp(ds->c[i].schema, t->schema) == 0 &&
-			strcmp(ds->c[i].name, t->name) == 0;
+	{
+		int n, first = chunkdone_find(ds, t->schema, t->name, &n);
+
+		for (int i = first; i < first + n && !has_done; i++)
+			has_done = ds->c[i].nkey > 0;
+	}
+	/* Small tables are copied in one piece whatever their key: no key
+	 * lookup for them (a copy of many small tables would pay one each). */
+	if (!has_done && !(l->est > (double) p->o->chunk_rows))
+		return false;
 	if (ti->relkind == 'r')
 		k = chunkplan_key(p->conn, ti->oid, ti->names, t->ncols);
 	if (k == NULL && has_done)
@@ -552,11 +559,8 @@ plan_chunked(struct planner *p, const struct leaf *l, int *rc)
 		*rc = EXIT_UNSUPPORTED;
 		return true;
 	}
-	if (k == NULL || (!has_done && !(l->est > (double) p->o->chunk_rows)))
-	{
-		chunkplan_key_free(k);
+	if (k == NULL)
 		return false;
-	}
 	*rc = chunkplan_ranges(p->conn, t->schema, t->name, l->qname, k, ds, p->o->jobs, l->est, &r, &nr);
 	if (*rc != EXIT_DONE)
 	{
