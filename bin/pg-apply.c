@@ -312,7 +312,10 @@ on_header(const struct sr_record *rec)
 				lsn_format(rec->lsn, a), lsn_format(A.applied, b));
 	/* The batch, committed now or once its compressed frame is verified. */
 	A.skip_below = A.applied;
-	chunks_load();
+	/* The chunks do not change between two streams of one run (a chunk
+	 * section reads them again itself). */
+	if (A.cf == NULL)
+		chunks_load();
 }
 
 

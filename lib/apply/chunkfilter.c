@@ -47,9 +47,9 @@ chunkfilter_load(struct chunkfilter **cf, PGconn *meta, const char *job, lsn_t a
 	*cf = xcalloc(1, sizeof(**cf));
 	(*cf)->map = m;
 	(*cf)->vals = xmalloc(sizeof(struct field) * SR_MAX_COLS);
-	log_info("chunked copy: changes committed before %s are applied only to keys whose chunk was copied before them (%zu chunks of %zu tables, %zu kB, %zu kB more while reading them)",
+	log_info("chunked copy: changes committed before %s are applied only to keys whose chunk was copied before them (%zu chunks of %zu tables, %zu kB)",
 			 lsn_format(chunkmap_max_lsn(m), l), chunkmap_nchunks(m), chunkmap_ntables(m),
-			 (chunkmap_bytes(m) + 1023) / 1024, (chunkmap_load_bytes(m) + 1023) / 1024);
+			 (chunkmap_bytes(m) + 1023) / 1024);
 	return true;
 }
 

@@ -20,7 +20,6 @@ struct chunkmap {
 	size_t ntables, cap;
 	bool tables_sorted;
 	size_t nchunks, bytes;
-	size_t load_bytes;			/* the query result it was read from */
 	lsn_t max_lsn;
 	/* The last table looked up, by the stream's relation. */
 	const struct sr_rel *last_srel;
@@ -69,7 +68,6 @@ lsn_t chunkmap_max_lsn(const struct chunkmap *m) { return m->max_lsn; }
 size_t chunkmap_nchunks(const struct chunkmap *m) { return m->nchunks; }
 size_t chunkmap_ntables(const struct chunkmap *m) { return m->ntables; }
 size_t chunkmap_bytes(const struct chunkmap *m) { return m->bytes; }
-size_t chunkmap_load_bytes(const struct chunkmap *m) { return m->load_bytes; }
 
 static struct cm_table *
 find_table(struct chunkmap *m, const char *schema, const char *table)
@@ -456,49 +454,120 @@ bad_row(const char *schema, const char *table, struct apply_err *err)
 	return false;
 }
 
-static bool
-load_rows(struct chunkmap *m, PGresult *res, struct apply_err *err)
+/*
+ * The rows arrive one at a time (single-row mode), so reading holds one
+ * row and the chunk it belongs to, never the whole result: a chunk's rows
+ * (one per key column) are gathered here until the next chunk starts.
+ */
+struct loader {
+	struct chunkmap *m;
+	bool open;
+	char *schema, *table, *ctid;
+	int nkey, j;
+	bool lo_null, hi_null;
+	lsn_t lsn;
+	char *vals[3 * CM_MAX_KEY];	/* key column names, lo values, hi values */
+};
+
+static void
+loader_clear(struct loader *L)
 {
-	int nrows = PQntuples(res);
-	/* Per chunk: its key column names, lo values, hi values. */
-	const char **names = xcalloc(3 * CM_MAX_KEY, sizeof(char *));
+	free(L->schema);
+	free(L->table);
+	free(L->ctid);
+	L->schema = L->table = L->ctid = NULL;
+	for (int j = 0; j < 3 * CM_MAX_KEY; j++)
+	{
+		free(L->vals[j]);
+		L->vals[j] = NULL;
+	}
+	L->open = false;
+}
+
+/* The chunk gathered so far is complete: into the map. */
+static bool
+loader_flush(struct loader *L, struct apply_err *err)
+{
+	const char *const *v = (const char *const *) L->vals;
+	bool ok;
+
+	if (!L->open)
+		return true;
+	if (L->nkey > 0 && L->j != L->nkey)
+		ok = bad_row(L->schema, L->table, err);
+	else
+		ok = chunkmap_add(L->m, L->schema, L->table, L->nkey, v, L->lo_null ? NULL : v + CM_MAX_KEY,
+						  L->hi_null ? NULL : v + 2 * CM_MAX_KEY, L->lsn, err);
+	loader_clear(L);
+	return ok;
+}
+
+static bool
+loader_row(struct loader *L, const PGresult *res, struct apply_err *err)
+{
+	const char *schema = PQgetvalue(res, 0, 0), *table = PQgetvalue(res, 0, 1), *ctid = PQgetvalue(res, 0, 3);
+
+	if (L->open && (strcmp(L->ctid, ctid) != 0 || strcmp(L->schema, schema) != 0 || strcmp(L->table, table) != 0) &&
+		!loader_flush(L, err))
+		return false;
+	if (!L->open)
+	{
+		L->open = true;
+		L->schema = xstrdup(schema);
+		L->table = xstrdup(table);
+		L->ctid = xstrdup(ctid);
+		L->nkey = PQgetisnull(res, 0, 4) ? 0 : atoi(PQgetvalue(res, 0, 4));
+		L->lo_null = strcmp(PQgetvalue(res, 0, 5), "t") == 0;
+		L->hi_null = strcmp(PQgetvalue(res, 0, 6), "t") == 0;
+		L->j = 0;
+		if (L->nkey < 0 || L->nkey > CM_MAX_KEY || !lsn_parse(PQgetvalue(res, 0, 2), &L->lsn))
+			return bad_row(schema, table, err);
+	}
+	if (L->nkey == 0)
+		return true;
+	if (L->j >= L->nkey || PQgetisnull(res, 0, 8) || PQgetisnull(res, 0, 9) != L->lo_null ||
+		PQgetisnull(res, 0, 10) != L->hi_null)
+		return bad_row(schema, table, err);
+	L->vals[L->j] = xstrdup(PQgetvalue(res, 0, 8));
+	if (!L->lo_null)
+		L->vals[CM_MAX_KEY + L->j] = xstrdup(PQgetvalue(res, 0, 9));
+	if (!L->hi_null)
+		L->vals[2 * CM_MAX_KEY + L->j] = xstrdup(PQgetvalue(res, 0, 10));
+	L->j++;
+	return true;
+}
+
+/* Read every result of the query sent, row by row; false with err set. */
+static bool
+load_rows(PGconn *meta, struct loader *L, struct apply_err *err)
+{
+	struct pgerr pe;
+	PGresult *res;
 	bool ok = true;
 
-	for (int r = 0; r < nrows && ok;)
+	while ((res = PQgetResult(meta)) != NULL)
 	{
-		const char *schema = PQgetvalue(res, r, 0), *table = PQgetvalue(res, r, 1);
-		const char *ctid = PQgetvalue(res, r, 3);
-		int nkey = PQgetisnull(res, r, 4) ? 0 : atoi(PQgetvalue(res, r, 4));
-		bool lo_null = strcmp(PQgetvalue(res, r, 5), "t") == 0, hi_null = strcmp(PQgetvalue(res, r, 6), "t") == 0;
-		lsn_t lsn;
-		int j = 0;
+		ExecStatusType st = PQresultStatus(res);
 
-		if (nkey < 0 || nkey > CM_MAX_KEY || !lsn_parse(PQgetvalue(res, r, 2), &lsn))
-			ok = bad_row(schema, table, err);
-		for (; ok && r < nrows && strcmp(PQgetvalue(res, r, 3), ctid) == 0 && strcmp(PQgetvalue(res, r, 0), schema) == 0 &&
-			   strcmp(PQgetvalue(res, r, 1), table) == 0; r++, j++)
+		if (ok && st == PGRES_SINGLE_TUPLE)
 		{
-			if (nkey == 0)
-				continue;
-			if (j >= nkey || PQgetisnull(res, r, 8) || PQgetisnull(res, r, 9) != lo_null ||
-				PQgetisnull(res, r, 10) != hi_null)
+			if (PQnfields(res) != 11)
 			{
-				ok = bad_row(schema, table, err);
-				break;
+				apply_err_set(err, EXIT_RUNTIME, "cannot read pgsync.table_chunk: unexpected columns");
+				ok = false;
 			}
-			names[j] = PQgetvalue(res, r, 8);
-			names[CM_MAX_KEY + j] = PQgetvalue(res, r, 9);
-			names[2 * CM_MAX_KEY + j] = PQgetvalue(res, r, 10);
+			else
+				ok = loader_row(L, res, err);
 		}
-		if (ok && nkey > 0 && j != nkey)
-			ok = bad_row(schema, table, err);
-		if (!ok)
-			break;
-		ok = chunkmap_add(m, schema, table, nkey, names, lo_null ? NULL : names + CM_MAX_KEY,
-						  hi_null ? NULL : names + 2 * CM_MAX_KEY, lsn, err);
+		else if (ok && st != PGRES_TUPLES_OK)
+		{
+			pgerr_set(&pe, meta, res);
+			apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read pgsync.table_chunk");
+			ok = false;
+		}
+		PQclear(res);
 	}
-	free(names);
-	return ok;
+	return ok && loader_flush(L, err);
 }
 
 bool
@@ -506,30 +575,28 @@ chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **ou
 {
 	char l[LSN_BUFSZ];
 	const char *params[2] = {job, lsn_format(applied, l)};
+	struct loader L = {.m = chunkmap_new()};
 	struct pgerr pe;
-	PGresult *res = conn_query(meta, load_sql, 2, params, 11, &pe);
-	struct chunkmap *m;
 
 	*out = NULL;
-	if (res == NULL)
+	if (!PQsendQueryParams(meta, load_sql, 2, NULL, params, NULL, NULL, 0) || !PQsetSingleRowMode(meta))
 	{
+		pgerr_set(&pe, meta, NULL);
 		apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read pgsync.table_chunk");
+		while (PQgetResult(meta) != NULL)
+			;
+		chunkmap_free(L.m);
 		return false;
 	}
-	if (PQntuples(res) == 0)
+	if (!load_rows(meta, &L, err))
 	{
-		PQclear(res);
-		return true;
-	}
-	m = chunkmap_new();
-	m->load_bytes = PQresultMemorySize(res);
-	if (!load_rows(m, res, err))
-	{
-		PQclear(res);
-		chunkmap_free(m);
+		loader_clear(&L);
+		chunkmap_free(L.m);
 		return false;
 	}
-	PQclear(res);
-	*out = m;
+	if (chunkmap_nchunks(L.m) == 0)
+		chunkmap_free(L.m);
+	else
+		*out = L.m;
 	return true;
 }

@@ -82,8 +82,6 @@ size_t chunkmap_nchunks(const struct chunkmap *m);
 size_t chunkmap_ntables(const struct chunkmap *m);
 /* Bytes the map holds (its arrays and strings, without allocator overhead). */
 size_t chunkmap_bytes(const struct chunkmap *m);
-/* Bytes the query result it was loaded from took while it was read (libpq's count). */
-size_t chunkmap_load_bytes(const struct chunkmap *m);
 
 /*
  * The chunks of the stream's table, resolved for its current description
@@ -111,7 +109,8 @@ int chunkmap_cmp(const struct cm_table *t, const struct cm_val *a, const struct 
 /*
  * Read the job's chunks from the target when some chunk's position lies
  * above applied (the changes below it are filtered); *out NULL when none
- * does (no filter). False with err set.
+ * does (no filter). Rows are read one at a time: besides the map, reading
+ * holds one row. False with err set.
  */
 bool chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **out,
 				   struct apply_err *err);
