@@ -198,9 +198,11 @@ sr_parse_insert(struct streamread *sr, struct sr_record *rec, const char *line, 
 	return true;
 }
 
-static bool
-parse_update_delete(struct streamread *sr, struct sr_record *rec, bool update)
+/* UPDATE and DELETE: the old row's kind, then one or two rows of values. */
+bool
+sr_parse_update_delete(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
+	bool update = rec->type == SR_UPDATE;
 	const char *name = update ? "UPDATE" : "DELETE";
 	struct field *f = sr->f;
 	struct sr_rel *r;
@@ -271,16 +273,4 @@ sr_parse_truncate(struct streamread *sr, struct sr_record *rec, const char *line
 	rec->trunc_rels = sr->trunc;
 	rec->ntrunc = n;
 	return true;
-}
-
-bool
-sr_parse_update(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
-{
-	return parse_update_delete(sr, rec, true);
-}
-
-bool
-sr_parse_delete(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
-{
-	return parse_update_delete(sr, rec, false);
 }

@@ -230,10 +230,11 @@ sr_parse_tabledone(struct streamread *sr, struct sr_record *rec, const char *lin
  * position. The section's tables stay until the next section opens: a
  * loader still names them while it finishes.
  */
-static bool
-close_section(struct streamread *sr, struct sr_record *rec, enum sr_type opener)
+bool
+sr_parse_section_end(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
 	const char *name = sr_type_name(rec->type);
+	enum sr_type opener = rec->type == SR_CHUNKSDONE ? SR_CHUNKS : SR_SNAPSHOT;
 
 	if (sr->section != (int) opener)
 		return sr_fail(sr, "unexpected %s record inside the snapshot section", name);
@@ -245,18 +246,6 @@ close_section(struct streamread *sr, struct sr_record *rec, enum sr_type opener)
 		return sr_fail(sr, "%s after a CHUNK: expected its frame", name);
 	sr->section = -1;
 	return true;
-}
-
-bool
-sr_parse_snapshotdone(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
-{
-	return close_section(sr, rec, SR_SNAPSHOT);
-}
-
-bool
-sr_parse_chunksdone(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
-{
-	return close_section(sr, rec, SR_CHUNKS);
 }
 
 /* Key columns are names; each bound is all \N (unbounded) or no \N. */

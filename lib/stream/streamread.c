@@ -438,9 +438,11 @@ parse_message(struct streamread *sr, struct sr_record *rec, const char *line, si
 	return true;
 }
 
+/* POSITION and END: a position outside transactions, and a promise. */
 static bool
-position_or_end(struct streamread *sr, struct sr_record *rec, bool end)
+parse_position(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
+	bool end = rec->type == SR_END;
 	const char *name = end ? "END" : "POSITION";
 	struct field *f = sr->f;
 
@@ -459,18 +461,6 @@ position_or_end(struct streamread *sr, struct sr_record *rec, bool end)
 		return false;
 	sr_promise(sr, rec->lsn, name);
 	return true;
-}
-
-static bool
-parse_position(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
-{
-	return position_or_end(sr, rec, false);
-}
-
-static bool
-parse_end(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
-{
-	return position_or_end(sr, rec, true);
 }
 
 static bool
@@ -513,8 +503,8 @@ parse_origin(struct streamread *sr, struct sr_record *rec, const char *line, siz
 static const struct sr_kind kinds[] = {
 	{REC_ROW, sizeof(REC_ROW) - 1, SR_ROW, SR_AT_FRAME, false, sr_parse_row},
 	{REC_INSERT, sizeof(REC_INSERT) - 1, SR_INSERT, SR_AT_STREAM, true, sr_parse_insert},
-	{REC_UPDATE, sizeof(REC_UPDATE) - 1, SR_UPDATE, SR_AT_STREAM, true, sr_parse_update},
-	{REC_DELETE, sizeof(REC_DELETE) - 1, SR_DELETE, SR_AT_STREAM, true, sr_parse_delete},
+	{REC_UPDATE, sizeof(REC_UPDATE) - 1, SR_UPDATE, SR_AT_STREAM, true, sr_parse_update_delete},
+	{REC_DELETE, sizeof(REC_DELETE) - 1, SR_DELETE, SR_AT_STREAM, true, sr_parse_update_delete},
 	{REC_BEGIN, sizeof(REC_BEGIN) - 1, SR_BEGIN, SR_AT_STREAM, true, parse_begin},
 	{REC_COMMIT, sizeof(REC_COMMIT) - 1, SR_COMMIT, SR_AT_STREAM, true, parse_commit},
 	{REC_HEADER, sizeof(REC_HEADER) - 1, SR_HEADER, SR_AT_STREAM, true, parse_header},
@@ -524,15 +514,15 @@ static const struct sr_kind kinds[] = {
 	{REC_TRUNCATE, sizeof(REC_TRUNCATE) - 1, SR_TRUNCATE, SR_AT_STREAM, true, sr_parse_truncate},
 	{REC_MESSAGE, sizeof(REC_MESSAGE) - 1, SR_MESSAGE, SR_AT_STREAM, true, parse_message},
 	{REC_POSITION, sizeof(REC_POSITION) - 1, SR_POSITION, SR_AT_STREAM, true, parse_position},
-	{REC_END, sizeof(REC_END) - 1, SR_END, SR_AT_STREAM, true, parse_end},
+	{REC_END, sizeof(REC_END) - 1, SR_END, SR_AT_STREAM, true, parse_position},
 	{REC_SNAPSHOT, sizeof(REC_SNAPSHOT) - 1, SR_SNAPSHOT, SR_AT_STREAM, true, sr_parse_snapshot},
 	{REC_COPY, sizeof(REC_COPY) - 1, SR_COPY, SR_AT_SECTION, true, sr_parse_copy},
 	{REC_ENDCOPY, sizeof(REC_ENDCOPY) - 1, SR_ENDCOPY, SR_AT_FRAME, true, sr_parse_endcopy},
 	{REC_TABLEDONE, sizeof(REC_TABLEDONE) - 1, SR_TABLEDONE, SR_AT_SECTION, true, sr_parse_tabledone},
-	{REC_SNAPSHOTDONE, sizeof(REC_SNAPSHOTDONE) - 1, SR_SNAPSHOTDONE, SR_AT_SECTION, true, sr_parse_snapshotdone},
+	{REC_SNAPSHOTDONE, sizeof(REC_SNAPSHOTDONE) - 1, SR_SNAPSHOTDONE, SR_AT_SECTION, true, sr_parse_section_end},
 	{REC_CHUNKS, sizeof(REC_CHUNKS) - 1, SR_CHUNKS, SR_AT_STREAM, true, sr_parse_chunks},
 	{REC_CHUNK, sizeof(REC_CHUNK) - 1, SR_CHUNK, SR_AT_SECTION, true, sr_parse_chunk},
-	{REC_CHUNKSDONE, sizeof(REC_CHUNKSDONE) - 1, SR_CHUNKSDONE, SR_AT_SECTION, true, sr_parse_chunksdone},
+	{REC_CHUNKSDONE, sizeof(REC_CHUNKSDONE) - 1, SR_CHUNKSDONE, SR_AT_SECTION, true, sr_parse_section_end},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

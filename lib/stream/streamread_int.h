@@ -63,7 +63,8 @@ struct streamread {
 	char err[512];
 };
 
-/* One record type: its name, where it may stand, and its handler. split is
+/* One record type: its name, where it may stand, and its handler (which
+ * finds the type in rec->type, so one handler may serve several). split is
  * false for a record whose fields are left unsplit (ROW: a COPY row). */
 struct sr_kind {
 	const char *name;
@@ -101,8 +102,7 @@ void sr_names_clear(struct sr_names *t, void (*fn)(struct sr_key *e));
 /* srchange.c: descriptions and changes. */
 bool sr_parse_relation(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 bool sr_parse_insert(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_update(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_delete(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
+bool sr_parse_update_delete(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 bool sr_parse_truncate(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 void sr_rels_undefine(struct streamread *sr);
 void sr_rels_free(struct streamread *sr);
@@ -113,10 +113,9 @@ bool sr_parse_copy(struct streamread *sr, struct sr_record *rec, const char *lin
 bool sr_parse_row(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 bool sr_parse_endcopy(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 bool sr_parse_tabledone(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_snapshotdone(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
+bool sr_parse_section_end(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 bool sr_parse_chunks(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 bool sr_parse_chunk(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_chunksdone(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
 /* Close the section, forgetting its tables. */
 void sr_section_close(struct streamread *sr);
 
