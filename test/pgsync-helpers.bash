@@ -211,11 +211,12 @@ SQL
 	export SRC_URL=${src_URL/user=postgres/user=$role}
 }
 
-# lp_target_role ROLE: on tgt, a role that is not a superuser and may only
-# create schemas (the pgsync schema, the tables' schemas) and tables in
-# public, as the guide says is enough. Exports TGT_URL connecting as ROLE.
+# lp_target_role ROLE [DATABASE]: on tgt, a role that is not a superuser and
+# may only create schemas (the pgsync schema, the tables' schemas) and tables
+# in public of DATABASE (default postgres, which tgt_URL must then name), as
+# the guide says is enough. Exports TGT_URL connecting as ROLE.
 lp_target_role() {
-	local role=$1 sql="GRANT CREATE ON DATABASE postgres TO $1; GRANT CREATE ON SCHEMA public TO $1"
+	local role=$1 sql="GRANT CREATE ON DATABASE ${2:-postgres} TO $1; GRANT CREATE ON SCHEMA public TO $1"
 	# An existing role (one with a password, say) gets the same grants.
 	[[ $(psql_at tgt -c "SELECT count(*) FROM pg_roles WHERE rolname = '$role'") == 1 ]] ||
 		sql="CREATE ROLE $role LOGIN; $sql"

@@ -173,8 +173,9 @@ SELECT CASE :'format'
     CASE WHEN jsonb_typeof(v #> '{snapshot,chunks}') = 'object' THEN
       'chunks:          ' || format('%s done, %s rows, %s bytes, last at %s%s', v #>> '{snapshot,chunks,done}',
         v #>> '{snapshot,chunks,rows}', v #>> '{snapshot,chunks,bytes}', coalesce(v #>> '{snapshot,chunks,last_lsn}', '-'),
-        coalesce(format('; about %s s left at %s rows/s', v #>> '{snapshot,chunks,eta_seconds}',
-                        v #>> '{snapshot,chunks,rows_per_sec}'), '')) END,
+        CASE WHEN v #>> '{snapshot,chunks,eta_seconds}' IS NOT NULL
+             THEN format('; about %s s left at %s rows/s', v #>> '{snapshot,chunks,eta_seconds}',
+                         v #>> '{snapshot,chunks,rows_per_sec}') ELSE '' END) END,
     'slot:            ' || (v #>> '{slot,name}') ||
         CASE WHEN NOT (v #>> '{source,reachable}')::boolean THEN ' (source unreachable: ' || coalesce(v #>> '{source,error}', 'not configured') || ')'
              WHEN NOT (v #>> '{slot,exists}')::boolean THEN ' (missing)'

@@ -1,0 +1,512 @@
+#!/usr/bin/env bats
+# pgsync bootstrap with resources.snapshot_mode = chunked: a copy in chunks
+# that survives every interruption. Under a pgbench load with key-changing
+# updates, the bootstrap is killed with -9 at seeded random points (pgsync
+# itself and each program it runs), the servers are restarted,
+# resources.snapshot_timeout expires and the target's disk fills up; each
+# time, pgsync bootstrap again continues: the job's slot is kept, the rows
+# the resumed attempt inserts (pg_stat_user_tables.n_tup_ins on the target)
+# are exactly the table minus the chunks already done, and after pgsync run
+# every table is identical. The source's xmin moves on during the copy.
+#
+# The source role has exactly the guide's privileges, the target role is no
+# superuser and the target database is LATIN1; two publications, a schema
+# and a table with capitals, serial, composite, uuid, text and no keys.
+# The target's pgsync.table_chunk gets a trigger that makes each chunk take
+# 50 ms, so that a copy of a few MB lasts long enough to be interrupted in
+# the middle on any machine.
+#
+# CHUNKED_SEEDS: the seeds of the kill -9 test (default "1 2 3 4 5": one of
+# each program killed; CHUNKED_SEEDS="$(seq 1 10)" for the long run).
+
+load lib/cluster
+load pgsync-helpers
+
+readonly CT=public.pgbench_accounts,public.pgbench_branches,public.pgbench_tellers,public.pgbench_history,Odd.Orders,public.t_uuid,public.t_comp,public.t_text,public.t_nokey,public.t_empty,public.t_one
+# Tables the load never inserts into: what the resumed copy inserts in them
+# is exactly what the chunks done before did not hold.
+readonly NO_INSERTS="public.pgbench_accounts public.pgbench_branches public.pgbench_tellers public.t_comp public.t_text public.t_nokey public.t_empty public.t_one"
+readonly KINDS=(pgsync pg-snapshot-dump pg-apply pg-slot pg-walcat)
+
+setup_file() {
+	cluster_start src
+	cluster_start tgt
+	pgbench -i -s 1 -q -d "$src_URL" >/dev/null 2>&1
+	psql_at src <<-'SQL'
+		ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY;
+		CREATE SCHEMA "Odd";
+		CREATE SEQUENCE "Odd".code_seq;
+		CREATE TABLE "Odd"."Orders" ("Id" bigserial PRIMARY KEY, "Note" text,
+			"Code" bigint NOT NULL UNIQUE DEFAULT nextval('"Odd".code_seq'));
+		INSERT INTO "Odd"."Orders" ("Note") SELECT 'caf' || chr(233) || ' ' || g FROM generate_series(1, 20000) g;
+		CREATE TABLE t_uuid (id uuid PRIMARY KEY, v int);
+		INSERT INTO t_uuid SELECT md5(g::text)::uuid, g FROM generate_series(1, 8000) g;
+		-- a chunk boundary falls inside a run of equal leading key columns
+		CREATE TABLE t_comp (a int, b int, v text, PRIMARY KEY (a, b));
+		INSERT INTO t_comp SELECT g % 3, g, 'c' || g FROM generate_series(1, 12000) g;
+		CREATE TABLE t_text (k text PRIMARY KEY, v int);
+		INSERT INTO t_text SELECT 'k' || g, g FROM generate_series(1, 6000) g;
+		CREATE TABLE t_nokey (a int, b text);
+		ALTER TABLE t_nokey REPLICA IDENTITY FULL;
+		INSERT INTO t_nokey SELECT g, 'n' || g FROM generate_series(1, 3000) g;
+		CREATE TABLE t_empty (id int PRIMARY KEY);
+		CREATE TABLE t_one (id int PRIMARY KEY, v text);
+		INSERT INTO t_one VALUES (7, 'one');
+		ANALYZE;
+		CREATE PUBLICATION ck_bench FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history;
+		CREATE PUBLICATION ck_rest FOR TABLE "Odd"."Orders", t_uuid, t_comp, t_text, t_nokey, t_empty, t_one;
+	SQL
+	psql_at tgt -c "CREATE DATABASE ck ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	export tgt_URL="$tgt_URL dbname=ck"
+	lp_source_role ck_src public.pgbench_accounts public.pgbench_branches public.pgbench_tellers \
+		public.pgbench_history Odd.Orders public.t_uuid public.t_comp public.t_text public.t_nokey \
+		public.t_empty public.t_one
+	lp_target_role ck_tgt ck
+	job_conf ck ck_slot "ck_bench, ck_rest" "$CT" resources.snapshot_mode=chunked \
+		resources.chunk_rows=2000 resources.chunk_bytes=64kB resources.chunk_group_seconds=1 \
+		resources.max_parallel_copies=2 >/dev/null
+	# The load: pgbench's own, and rows that move between chunks, a
+	# table growing at its end, inserts of random uuids.
+	cat >"$BATS_FILE_TMPDIR/load.sql" <<-'SQL'
+		\set k random(1, 20000)
+		UPDATE "Odd"."Orders" SET "Id" = "Id" + 100000 WHERE "Id" = :k;
+		UPDATE "Odd"."Orders" SET "Id" = "Id" - 100000 WHERE "Id" = :k + 100000 AND :k % 2 = 0;
+		INSERT INTO "Odd"."Orders" ("Note") VALUES ('grown');
+		INSERT INTO t_uuid VALUES (gen_random_uuid(), :k);
+		UPDATE t_comp SET v = v || '.' WHERE a = :k % 3 AND b = :k % 12000;
+		UPDATE t_nokey SET b = b || '.' WHERE a = :k % 3000;
+	SQL
+}
+
+teardown_file() {
+	stop_load
+	if run_alive; then stop_run TERM; fi
+	cluster_stop_all
+}
+
+# --- helpers ---------------------------------------------------------------------
+
+start_load() {
+	pgbench -n -c 1 -R 40 -T 600 -d "$src_URL" >/dev/null 2>&1 &
+	echo $! >"$BATS_FILE_TMPDIR/load1.pid"
+	pgbench -n -c 1 -R 40 -T 600 -f "$BATS_FILE_TMPDIR/load.sql" -d "$src_URL" >/dev/null 2>&1 &
+	echo $! >"$BATS_FILE_TMPDIR/load2.pid"
+}
+
+stop_load() {
+	local f
+	for f in "$BATS_FILE_TMPDIR"/load1.pid "$BATS_FILE_TMPDIR"/load2.pid; do
+		[[ -f $f ]] || continue
+		kill -TERM "$(<"$f")" 2>/dev/null || true
+		rm -f "$f"
+	done
+	wait_until 30 no_load
+}
+
+no_load() {
+	[ "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'")" = 0 ]
+}
+
+# A fresh start: no job, no slot, no target tables, and each chunk slowed
+# down on the target (see the top of the file).
+reset_job() {
+	pgs ck cleanup --yes >/dev/null 2>&1 || true
+	psql_at tgt -c "DROP SCHEMA IF EXISTS \"Odd\" CASCADE" -c "DROP TABLE IF EXISTS pgbench_accounts,
+		pgbench_branches, pgbench_tellers, pgbench_history, t_uuid, t_comp, t_text, t_nokey, t_empty, t_one" \
+		-c "DELETE FROM pgsync.pending_definitions" 2>/dev/null || true
+	rm -rf "$BATS_FILE_TMPDIR/ck.state"
+}
+
+slow_chunks() {
+	psql_at tgt <<-'SQL'
+		CREATE OR REPLACE FUNCTION pgsync.slow_chunk() RETURNS trigger LANGUAGE plpgsql AS
+		  $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+		DROP TRIGGER IF EXISTS slow_chunk ON pgsync.table_chunk;
+		CREATE TRIGGER slow_chunk AFTER INSERT ON pgsync.table_chunk FOR EACH ROW EXECUTE FUNCTION pgsync.slow_chunk();
+		ALTER TABLE pgsync.table_chunk ENABLE ALWAYS TRIGGER slow_chunk;
+	SQL
+}
+
+# The target's pgsync schema, as the target role's first bootstrap makes it.
+catalog_ready() {
+	[[ $(psql_at tgt -c "SELECT to_regclass('pgsync.table_chunk') IS NOT NULL") == t ]] ||
+		pgsync-config --catalog-sql | psql -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT_URL" >/dev/null
+}
+
+chunks_done() {
+	psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'ck'" 2>/dev/null || echo 0
+}
+
+chunks_at_least() {
+	(($(chunks_done) >= $1))
+}
+
+# PROGRAM's pid among the background pgsync's descendants (the newest).
+child_pid() {
+	local p
+	for p in $(descendants "$BG_PID"); do
+		# (comm holds 15 characters of the name)
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == "${1:0:15}" ]] && echo "$p"
+	done | tail -n 1
+}
+
+child_running() {
+	[[ -n $(child_pid "$1") ]]
+}
+
+# Per table of NO_INSERTS, "table rows" of the chunks on the target.
+done_rows() {
+	local t
+	for t in $NO_INSERTS; do
+		printf '%s %s\n' "$t" "$(psql_at tgt -c "SELECT coalesce(sum(rows), 0) FROM pgsync.table_chunk
+			WHERE job = 'ck' AND schema_name || '.' || table_name = '$t'")"
+	done
+}
+
+# The target's n_tup_ins of TABLE.
+inserted() {
+	psql_at tgt -c "SELECT pg_stat_clear_snapshot(); SELECT coalesce((SELECT n_tup_ins FROM pg_stat_user_tables
+		WHERE schemaname || '.' || relname = '$1'), 0)" | tail -n 1
+}
+
+reset_counters() {
+	local t
+	for t in $NO_INSERTS; do
+		psql_at tgt -c "SELECT pg_stat_reset_single_table_counters('$t'::regclass)" >/dev/null
+	done
+}
+
+counters_zero() {
+	local t
+	for t in $NO_INSERTS; do
+		[[ $(inserted "$t") == 0 ]] || return 1
+	done
+}
+
+no_apply_sessions() {
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg-apply'")" = 0 ]
+}
+
+inserted_is() {
+	[[ $(inserted "$1") == "$2" ]]
+}
+
+# Before a resume: the chunks done, and every n_tup_ins at zero.
+before_resume() {
+	wait_until 60 no_apply_sessions
+	done_rows >"$BATS_TEST_TMPDIR/done"
+	reset_counters
+	wait_until 30 counters_zero
+}
+
+# After a resume: each table of NO_INSERTS got exactly its rows minus those
+# of the chunks done before.
+resumed_inserted_only_the_rest() {
+	local t rows total
+	while read -r t rows; do
+		total=$(psql_at tgt -c "SELECT count(*) FROM $t")
+		echo "# $t: $total rows, $rows in chunks done before the resume" >&3
+		wait_until 30 inserted_is "$t" $((total - rows)) || {
+			echo "$t: the resumed bootstrap inserted $(inserted "$t") rows, expected $total - $rows" >&2
+			return 1
+		}
+	done <"$BATS_TEST_TMPDIR/done"
+}
+
+# Stream until the target has everything the source wrote, then compare.
+all_identical() {
+	start_run ck
+	wait_until 120 applied_reaches ck
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+	same_tables pgbench_accounts pgbench_branches pgbench_tellers pgbench_history Odd.Orders t_uuid t_comp \
+		t_text t_nokey t_empty t_one
+}
+
+# resume: bootstrap again, which continues the copy with the kept slot.
+resume() {
+	local l0
+	l0=$(job_field ck consistent_lsn)
+	run pgs ck bootstrap
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"continuing the copy of job ck: "*" chunks are on the target, replication slot ck_slot is kept (from $l0)"* ]]
+	[[ $output == *"bootstrap of job ck complete: 11 tables, "*"; state CATCHING_UP"* ]]
+	[ "$(job_field ck consistent_lsn)" = "$l0" ]
+	[ "$(job_state ck)" = CATCHING_UP ]
+}
+
+# --- tests ----------------------------------------------------------------------------
+
+@test "a chunked bootstrap under load copies every table in chunks at temporary slots' snapshots, then the stream keeps them identical" {
+	reset_job
+	start_load
+	run pgs ck bootstrap
+	stop_load
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"created replication slot ck_slot at "*": the stream starts there"* ]]
+	[[ $output == *"chunk group 1 at "* ]]
+	[[ $output == *"created the tables' keys and the indexes that are not unique"* ]]
+	[[ $output == *"created the other unique and exclusion constraints"* ]]
+	# Only the job's slot is left: the groups' were temporary.
+	[ "$(psql_at src -c "SELECT string_agg(slot_name, ',') FROM pg_replication_slots")" = ck_slot ]
+	# Tables with an integer, composite or uuid key above chunk_rows are in
+	# key chunks; text keys, no key and the small ones in one piece.
+	run psql_at tgt -c "SELECT table_name, count(*) > 1, bool_and(key_columns IS NOT NULL) FROM pgsync.table_chunk
+		WHERE job = 'ck' GROUP BY 1 ORDER BY 1"
+	echo "$output"
+	[[ $output == *"pgbench_accounts|t|t"* && $output == *"Orders|t|t"* && $output == *"t_uuid|t|t"* ]]
+	[[ $output == *"t_comp|t|t"* && $output == *"t_text|f|f"* && $output == *"t_nokey|f|f"* ]]
+	[[ $output == *"t_empty|f|f"* && $output == *"t_one|f|f"* ]]
+	# The late unique constraint exists, next to the key.
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_constraint WHERE conrelid = '\"Odd\".\"Orders\"'::regclass AND contype IN ('p', 'u')")" = 2 ]
+	run pgs ck status
+	echo "$output"
+	[[ $output =~ chunks:\ +[0-9]+\ done,\ [0-9]+\ rows,\ [0-9]+\ bytes,\ last\ at\ [0-9A-F]+/[0-9A-F]+ ]]
+	all_identical
+}
+
+@test "pgsync status during a chunked copy: chunks, rows, bytes, the time left and the WAL the slot retains" {
+	reset_job
+	catalog_ready
+	slow_chunks
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 chunks_at_least 10
+	run pgs ck status --json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .state <<<"$output")" = SNAPSHOTTING ]
+	[ "$(jq -r .snapshot.mode <<<"$output")" = chunked ]
+	(($(jq -r .snapshot.chunks.done <<<"$output") >= 10))
+	(($(jq -r .snapshot.chunks.rows <<<"$output") > 0))
+	(($(jq -r .snapshot.chunks.bytes <<<"$output") > 0))
+	[[ $(jq -r .snapshot.chunks.eta_seconds <<<"$output") =~ ^[0-9]+$ ]]
+	[[ $(jq -r .slot.retained_bytes <<<"$output") =~ ^[0-9]+$ ]]
+	run pgs ck status
+	[[ $output =~ chunks:\ +[0-9]+\ done,.*about\ [0-9]+\ s\ left\ at\ [0-9]+\ rows/s ]]
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
+	cat "$BATS_TEST_TMPDIR/bs.log"
+	[ "$BG_STATUS" -eq 0 ]
+	grep -q "replication slot ck_slot retains [0-9]* bytes of WAL" "$BATS_TEST_TMPDIR/bs.log"
+}
+
+@test "the source's xmin moves on during a long chunked copy: no session of pgsync's holds one older than a chunk group" {
+	reset_job
+	catalog_ready
+	slow_chunks
+	start_load
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 grep -q "chunk group 1 at" "$BATS_TEST_TMPDIR/bs.log"
+	# A transaction that ends now: every snapshot taken after it has a
+	# newer xmin. The group after the next one takes its snapshot later.
+	local x
+	x=$(psql_at src -c "SELECT txid_current() % 4294967296")
+	wait_until 120 grep -q "chunk group 3 at" "$BATS_TEST_TMPDIR/bs.log"
+	run psql_at src -c "SELECT count(*), count(*) FILTER (WHERE backend_xmin IS NOT NULL AND age(backend_xmin) >= age('$x'::text::xid))
+		FROM pg_stat_activity WHERE application_name IN ('pgsync', 'pg-slot', 'pg-snapshot-dump', 'pg_dump') OR backend_type = 'walsender'"
+	echo "sessions, older than xid $x: $output"
+	[[ $output =~ ^[1-9][0-9]*\|0$ ]]
+	# No replication slot holds a data xmin (the job's holds only catalog_xmin).
+	[ "$(psql_at src -c "SELECT count(*) FROM pg_replication_slots WHERE xmin IS NOT NULL")" = 0 ]
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
+	stop_load
+	[ "$BG_STATUS" -eq 0 ]
+	grep -c "chunk group [0-9]* at" "$BATS_TEST_TMPDIR/bs.log" >&3
+	all_identical
+}
+
+# one_seed SEED: a bootstrap killed with -9 at the seed's point, resumed.
+one_seed() {
+	local seed=$1 kind point pid
+	RANDOM=$seed
+	kind=${KINDS[seed % ${#KINDS[@]}]}
+	point=$((1 + RANDOM % 60))
+	reset_job
+	catalog_ready
+	slow_chunks
+	start_load
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	case $kind in
+	pg-walcat)
+		# A large transaction between the chunks for the catch-up to apply.
+		wait_until 120 chunks_at_least "$point"
+		psql_at src -c "UPDATE pgbench_accounts SET filler = 'seed $seed'" >/dev/null
+		wait_until 300 child_running pg-walcat
+		pid=$(child_pid pg-walcat)
+		;;
+	pgsync)
+		wait_until 120 chunks_at_least "$point"
+		pid=$BG_PID
+		;;
+	*)
+		wait_until 120 chunks_at_least "$point"
+		wait_until 30 child_running "$kind"
+		pid=$(child_pid "$kind")
+		;;
+	esac
+	echo "# seed $seed: kill -9 of $kind (pid $pid) after $(chunks_done) chunks" >&3
+	kill -KILL "$pid" || true
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
+	cat "$BATS_TEST_TMPDIR/bs.log"
+	if [ "$BG_STATUS" -eq 0 ]; then
+		# The temporary slot's holder may go once every worker imported
+		# its snapshot, and a program may finish before the kill lands.
+		echo "# seed $seed: the bootstrap completed regardless" >&3
+		stop_load
+		all_identical
+		return
+	fi
+	# The job's slot is kept, and with it the chunks.
+	slot_exists ck_slot
+	[ "$(job_state ck)" = SNAPSHOTTING ]
+	(($(chunks_done) > 0))
+	before_resume
+	resume
+	resumed_inserted_only_the_rest
+	stop_load
+	all_identical
+}
+
+@test "kill -9 of pgsync or any program at random points of a chunked copy under load: bootstrap again continues, copies only what was not done, tables identical (CHUNKED_SEEDS)" {
+	local seed
+	for seed in ${CHUNKED_SEEDS:-1 2 3 4 5}; do
+		one_seed "$seed"
+	done
+}
+
+# interrupted_then_resumed [target]: the bootstrap in the background ended
+# with an error; the slot and the chunks are kept, and bootstrap again
+# continues. With "target": the target was down when it stopped, so it
+# could record neither the error nor the count of chunks kept.
+interrupted_then_resumed() {
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
+	cat "$BATS_TEST_TMPDIR/bs.log"
+	[ "$BG_STATUS" -ne 0 ]
+	grep -q "replication slot ck_slot and the .*chunks copied.* are kept; run pgsync bootstrap again to continue" \
+		"$BATS_TEST_TMPDIR/bs.log"
+	slot_exists ck_slot
+	if [[ ${1:-} != target ]]; then
+		grep -q "replication slot ck_slot and the [0-9]* chunks copied ([0-9]* of 11 tables done) are kept" "$BATS_TEST_TMPDIR/bs.log"
+		[[ $(job_field ck last_error) == "bootstrap failed while "*" are kept" ]]
+		run pgs ck status --json
+		[ "$(jq -r .action <<<"$output")" = "pgsync bootstrap" ]
+	fi
+	before_resume
+	resume
+	resumed_inserted_only_the_rest
+	all_identical
+}
+
+@test "the source restarted during a chunked copy: bootstrap again continues from the kept slot" {
+	reset_job
+	catalog_ready
+	slow_chunks
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 chunks_at_least 20
+	cluster_restart src --mode immediate
+	interrupted_then_resumed
+}
+
+@test "the target restarted during a chunked copy: bootstrap again continues, the chunk in flight copied anew" {
+	reset_job
+	catalog_ready
+	slow_chunks
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 chunks_at_least 20
+	cluster_restart tgt --mode immediate
+	interrupted_then_resumed target
+}
+
+@test "resources.snapshot_timeout ends a chunked bootstrap that waits for a source transaction; bootstrap again continues" {
+	reset_job
+	catalog_ready
+	slow_chunks
+	local conf=$BATS_FILE_TMPDIR/ck.conf
+	cp "$conf" "$conf.orig"
+	echo "resources.snapshot_timeout = 20s" >>"$conf"
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 chunks_at_least 5
+	# A transaction left open: the next group's temporary slot waits for it.
+	psql_at src -c "BEGIN; SELECT txid_current(); SELECT pg_sleep(60)" >/dev/null 2>&1 &
+	local open=$!
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
+	kill "$open" 2>/dev/null || true
+	psql_at src -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()" >/dev/null
+	mv -f "$conf.orig" "$conf"
+	grep -q "resources.snapshot_timeout (20.000 s) expired" "$BATS_TEST_TMPDIR/bs.log"
+	interrupted_then_resumed
+}
+
+@test "the target's disk full during a chunked copy, then space freed: bootstrap again continues" {
+	[[ $(id -u) == 0 ]] || skip "mounting a small file system for the target's tablespace needs root"
+	local mnt=$BATS_FILE_TMPDIR/small
+	mkdir -p "$mnt"
+	mount -t tmpfs -o size=6m tmpfs "$mnt" || skip "cannot mount a tmpfs here"
+	mkdir "$mnt/ts"
+	chown postgres "$mnt/ts" 2>/dev/null || true
+	reset_job
+	catalog_ready
+	slow_chunks
+	psql_at tgt -c "CREATE TABLESPACE ck_small LOCATION '$mnt/ts'" -c "GRANT CREATE ON TABLESPACE ck_small TO ck_tgt" \
+		-c "ALTER DATABASE ck SET default_tablespace = ck_small"
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
+	grep -q "SQLSTATE 53100" "$BATS_TEST_TMPDIR/bs.log"
+	# Space again.
+	mount -o remount,size=256m "$mnt"
+	interrupted_then_resumed
+	psql_at tgt -c "ALTER DATABASE ck RESET default_tablespace"
+}
+
+@test "bootstrap --restart-snapshot after an interrupted chunked copy starts over: a new slot, no chunk kept" {
+	reset_job
+	catalog_ready
+	slow_chunks
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 chunks_at_least 10
+	kill -TERM "$BG_PID"
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
+	[ "$BG_STATUS" -eq 1 ]
+	local l0
+	l0=$(job_field ck consistent_lsn)
+	run pgs ck bootstrap --restart-snapshot
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"dropping replication slot ck_slot of job ck to start over"* ]]
+	[[ $output != *"continuing the copy"* ]]
+	[ "$(job_field ck consistent_lsn)" != "$l0" ]
+	all_identical
+}
+
+@test "pgsync check: a chunked bootstrap needs a spare replication slot and WAL sender for its temporary slot (exit 3 naming what to set)" {
+	cluster_start low --set max_replication_slots=1 --set max_wal_senders=2
+	psql_at low -c "CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION lp FOR TABLE t" >/dev/null
+	job_conf lowjob lowjob_slot lp public.t resources.snapshot_mode=chunked >/dev/null
+	run env PGSYNC_SOURCE_URL="$low_URL" PGSYNC_TARGET_URL="$tgt_URL" TMPDIR="$(pgs_tmpdir)" \
+		pgsync -c "$BATS_FILE_TMPDIR/lowjob.conf" check
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: max_replication_slots = 1 with 0 in use, this job needs one more, and its chunked bootstrap one more at a time for the temporary slot of each chunk group; fix: raise max_replication_slots to at least 2 (server restart)"* ]]
+	[[ $output == *"ok    source: max_wal_senders = 2 with 0 in use; this job needs one (during its chunked bootstrap: the temporary slot's) and check one while it probes"* ]]
+	# A single-snapshot bootstrap needs no second slot.
+	sed -i 's/^resources.snapshot_mode = chunked$/resources.snapshot_mode = single/' "$BATS_FILE_TMPDIR/lowjob.conf"
+	run env PGSYNC_SOURCE_URL="$low_URL" PGSYNC_TARGET_URL="$tgt_URL" TMPDIR="$(pgs_tmpdir)" \
+		pgsync -c "$BATS_FILE_TMPDIR/lowjob.conf" check
+	echo "$output"
+	[[ $output == *"ok    source: max_replication_slots = 1 with 0 in use, this job needs one more"* ]]
+	cluster_stop low
+}
+
+@test "cleanup --yes after a chunked copy removes its chunk rows with the job, and the slot" {
+	reset_job
+	catalog_ready
+	run pgs ck bootstrap
+	[ "$status" -eq 0 ]
+	(($(chunks_done) > 0))
+	run pgs ck cleanup --yes
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(chunks_done)" = 0 ]
+	slot_gone ck_slot
+}
