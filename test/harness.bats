@@ -142,6 +142,17 @@ procs_under() {
 	[ "$(table_checksum "$a_URL" ck)" = "$(psql_at a -c "SELECT md5('')")" ]
 }
 
+@test "table_checksum matches for the same rows in databases of different encodings" {
+	psql_at b -c "CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	local latin="$b_URL dbname=latin" sql="CREATE TABLE enc (id int PRIMARY KEY, v text);
+		INSERT INTO enc VALUES (1, 'caf' || chr(233)), (2, 'cafe'), (3, chr(233) || 't' || chr(233))"
+	psql_at a -c "$sql"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$latin" -c "$sql"
+	[ "$(table_checksum "$a_URL" enc)" = "$(table_checksum "$latin" enc)" ]
+	psql -X -q -v ON_ERROR_STOP=1 -d "$latin" -c "UPDATE enc SET v = 'caf' WHERE id = 1"
+	[ "$(table_checksum "$a_URL" enc)" != "$(table_checksum "$latin" enc)" ]
+}
+
 # A test file of its own, run by a nested bats: one cluster from setup_file,
 # one from inside a failing test. Prints each cluster directory to $1.
 # (The @ is spliced in: bats would take a literal one for a test of this file.)

@@ -16,8 +16,9 @@ esac
 export PATH
 
 # table_checksum URL TABLE
-# md5 of every row of TABLE as text, sorted bytewise, so that two tables hold
-# the same rows exactly when their checksums match. TABLE is an identifier,
+# md5 of every row of TABLE as text in UTF-8, sorted bytewise, so that two
+# tables hold the same rows exactly when their checksums match, also in
+# databases of different encodings. TABLE is an identifier,
 # optionally schema-qualified (schema.table); it is quoted, not spliced.
 # ROW(x.*), not the bare alias: a column named like the alias would win.
 # The session settings fix the text form of times, floats and bytea, so
@@ -38,8 +39,8 @@ SET datestyle = 'ISO, MDY';
 SET intervalstyle = 'postgres';
 SET extra_float_digits = 3;
 SET bytea_output = 'hex';
-SELECT coalesce(md5(string_agg(r, E'\n' ORDER BY r COLLATE "C")), md5(''))
-  FROM (SELECT ROW(x.*)::text AS r FROM :"schema".:"table" x) s;
+SELECT coalesce(md5(string_agg(r, '\x0a'::bytea ORDER BY r)), md5(''))
+  FROM (SELECT convert_to(ROW(x.*)::text, 'UTF8') AS r FROM :"schema".:"table" x) s;
 SQL
 }
 
