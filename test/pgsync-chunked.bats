@@ -159,6 +159,25 @@ child_running() {
 	[[ -n $(child_pid "$1") ]]
 }
 
+# kill_child PROGRAM: kill -9 of PROGRAM as soon as it runs (within 60 s);
+# prints its pid.
+kill_child() {
+	local pid i
+	for ((i = 0; i < 1200; i++)); do
+		pid=$(child_pid "$1")
+		if [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null; then
+			echo "$pid"
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+action_is() {
+	[ "$(pgs ck status --json | jq -r .action)" = "$1" ]
+}
+
 # Per table of NO_INSERTS, "table rows" of the chunks on the target.
 done_rows() {
 	local t
@@ -221,8 +240,8 @@ resumed_inserted_only_the_rest() {
 # Stream until the target has everything the source wrote, then compare.
 all_identical() {
 	start_run ck
-	wait_until 120 applied_reaches ck
-	stop_run TERM
+	wait_until 120 applied_reaches ck || { run_log ck; return 1; }
+	stop_run TERM || { run_log ck; return 1; }
 	[ "$RUN_STATUS" -eq 0 ]
 	same_tables pgbench_accounts pgbench_branches pgbench_tellers pgbench_history Odd.Orders t_uuid t_comp \
 		t_text t_nokey t_empty t_one
@@ -332,26 +351,20 @@ one_seed() {
 	slow_chunks
 	start_load
 	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
+	wait_until 120 chunks_at_least "$point"
 	case $kind in
 	pg-walcat)
 		# A large transaction between the chunks for the catch-up to apply.
-		wait_until 120 chunks_at_least "$point"
 		psql_at src -c "UPDATE pgbench_accounts SET filler = 'seed $seed'" >/dev/null
-		wait_until 300 child_running pg-walcat
-		pid=$(child_pid pg-walcat)
+		pid=$(kill_child pg-walcat) || pid=none
 		;;
 	pgsync)
-		wait_until 120 chunks_at_least "$point"
 		pid=$BG_PID
+		kill -KILL "$pid" || true
 		;;
-	*)
-		wait_until 120 chunks_at_least "$point"
-		wait_until 30 child_running "$kind"
-		pid=$(child_pid "$kind")
-		;;
+	*) pid=$(kill_child "$kind") || pid=none ;;
 	esac
 	echo "# seed $seed: kill -9 of $kind (pid $pid) after $(chunks_done) chunks" >&3
-	kill -KILL "$pid" || true
 	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
 	cat "$BATS_TEST_TMPDIR/bs.log"
 	if [ "$BG_STATUS" -eq 0 ]; then
@@ -394,8 +407,8 @@ interrupted_then_resumed() {
 	if [[ ${1:-} != target ]]; then
 		grep -q "replication slot ck_slot and the [0-9]* chunks copied ([0-9]* of 11 tables done) are kept" "$BATS_TEST_TMPDIR/bs.log"
 		[[ $(job_field ck last_error) == "bootstrap failed while "*" are kept" ]]
-		run pgs ck status --json
-		[ "$(jq -r .action <<<"$output")" = "pgsync bootstrap" ]
+		# (once the failed attempt's heartbeat is stale)
+		wait_until 30 action_is "pgsync bootstrap"
 	fi
 	before_resume
 	resume
@@ -449,6 +462,7 @@ interrupted_then_resumed() {
 	kill "$open" 2>/dev/null || true
 	psql_at src -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()" >/dev/null
 	mv -f "$conf.orig" "$conf"
+	cat "$BATS_TEST_TMPDIR/bs.log"
 	grep -q "resources.snapshot_timeout (20.000 s) expired" "$BATS_TEST_TMPDIR/bs.log"
 	interrupted_then_resumed
 }
@@ -470,6 +484,7 @@ interrupted_then_resumed() {
 		-c "ALTER DATABASE ck SET default_tablespace = ck_small"
 	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
 	bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
+	cat "$BATS_TEST_TMPDIR/bs.log"
 	grep -q "SQLSTATE 53100" "$BATS_TEST_TMPDIR/bs.log"
 	# Space again.
 	mount -o remount,size=256m "$mnt"
@@ -485,6 +500,7 @@ interrupted_then_resumed() {
 	wait_until 120 chunks_at_least 10
 	kill -TERM "$BG_PID"
 	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
+	cat "$BATS_TEST_TMPDIR/bs.log"
 	[ "$BG_STATUS" -eq 1 ]
 	local l0
 	l0=$(job_field ck consistent_lsn)
