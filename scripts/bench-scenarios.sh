@@ -64,23 +64,26 @@ snap_pgsync() {
 	return $rc
 }
 
-# bench_conf SOURCE_DB PUB SCHEMA_LIKE CONF: a pgsync job "bench" on slot
-# bench_boot of every table of those schemas, its state under $RUN_DIR.
+# bench_conf SOURCE_DB PUB SCHEMA_LIKE CONF [MODE]: a pgsync job "bench" on
+# slot bench_boot of every table of those schemas, its state under
+# $RUN_DIR, copied in resources.snapshot_mode MODE (default: the default).
 bench_conf() {
 	local tables
 	tables=$(q "$1" "SELECT string_agg(format('%s.%s', schemaname, tablename), ',' ORDER BY 1)
 		FROM pg_tables WHERE schemaname LIKE '$3'")
 	printf '%s\n' "job.name = bench" "job.state_dir = $RUN_DIR/state" "source.slot = bench_boot" \
 		"source.publication = $2" "replication.tables = $tables" \
-		"resources.max_parallel_copies = $jobs" >"$4"
+		"resources.max_parallel_copies = $jobs" ${5:+"resources.snapshot_mode = $5"} >"$4"
 }
 
 # The orchestrator's own command: slot, schema, copy, indexes, job row.
 # Its GNU time figure is the largest of its processes (pg-snapshot-dump or
 # pg-apply, usually). The job and slot are cleaned up afterwards, untimed.
+# MODE: resources.snapshot_mode (default chunked, pgsync-bootstrap-single
+# single).
 snap_bootstrap() {
-	local s=$1 t=$2 pub=$3 like=$4 conf=$RUN_DIR/pgsync.conf t0 rc=0
-	bench_conf "$s" "$pub" "$like" "$conf"
+	local s=$1 t=$2 pub=$3 like=$4 mode=${5:-} conf=$RUN_DIR/pgsync.conf t0 rc=0
+	bench_conf "$s" "$pub" "$like" "$conf" "$mode"
 	t0=$(bench_now)
 	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
 		pgsync -c "$conf" --log warn bootstrap >>"$RUN_DIR/stderr" 2>&1 || rc=1
@@ -136,7 +139,7 @@ snap_pgcopydb() {
 # snapshot_contenders SCENARIO SOURCE_DB PUB SCHEMA_LIKE EXPECTED_ROWS
 snapshot_contenders() {
 	local name=$1 s=$2 pub=$3 like=$4 expect=$5 c t got status note dur
-	for c in pgsync pgsync-bootstrap builtin copy-pipe pgcopydb; do
+	for c in pgsync pgsync-bootstrap pgsync-bootstrap-single builtin copy-pipe pgcopydb; do
 		new_run "$name-$c"
 		WALL=""
 		if [[ $c == pgcopydb ]] && ! command -v pgcopydb >/dev/null; then
@@ -152,7 +155,9 @@ snapshot_contenders() {
 		pgsync) snap_pgsync "$s" "$t" "$pub" || status=failed
 			dur="loader sessions synchronous_commit=off, then a synchronous commit of the position" ;;
 		pgsync-bootstrap) snap_bootstrap "$s" "$t" "$pub" "$like" || status=failed
-			dur="as pgsync: pgsync bootstrap runs the same programs" ;;
+			dur="as pgsync: pgsync bootstrap runs the same programs, in chunks each committed with its record" ;;
+		pgsync-bootstrap-single) snap_bootstrap "$s" "$t" "$pub" "$like" single || status=failed
+			dur="as pgsync: pgsync bootstrap at one snapshot (resources.snapshot_mode = single)" ;;
 		builtin) snap_builtin "$s" "$t" "$pub" || status=failed
 			dur="subscription default synchronous_commit=off; max_sync_workers_per_subscription=$(q "$TGT" "SHOW max_sync_workers_per_subscription")" ;;
 		copy-pipe) snap_pipe "$s" "$t" "$like" || status=failed

@@ -93,8 +93,8 @@ smoke() {
 	run jq -r '.scenarios[].name' "$json"
 	[ "$output" = "$(printf '%s\n' snapshot-pgbench snapshot-tenants catchup bigtx-insert toast-update steady verify)" ]
 	run jq -r '.scenarios[] | [.name, ([.results[].contender] | join(","))] | @tsv' "$json"
-	[[ ${lines[0]} == $'snapshot-pgbench\tpgsync,pgsync-bootstrap,builtin,copy-pipe,pgcopydb' ]]
-	[[ ${lines[1]} == $'snapshot-tenants\tpgsync,pgsync-bootstrap,builtin,copy-pipe,pgcopydb' ]]
+	[[ ${lines[0]} == $'snapshot-pgbench\tpgsync,pgsync-bootstrap,pgsync-bootstrap-single,builtin,copy-pipe,pgcopydb' ]]
+	[[ ${lines[1]} == $'snapshot-tenants\tpgsync,pgsync-bootstrap,pgsync-bootstrap-single,builtin,copy-pipe,pgcopydb' ]]
 	[[ ${lines[2]} == $'catchup\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]
 	[[ ${lines[3]} == $'bigtx-insert\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]
 	[[ ${lines[4]} == $'toast-update\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]

@@ -53,8 +53,8 @@ refused() {
 @test "max_message_bytes unset is derived from the budget and capped at 32 MiB" {
 	run pgsync-config -c base.conf
 	[[ $output == *"resources.max_message_bytes = 33554432  # derived"* ]]
-	# 72 MiB budget: (72 - 3 x 16 - 8 - 10) MiB / 6 = 1 MiB.
-	conf "resources.memory_budget_mb = 72"
+	# 80 MiB budget: (80 - 3 x 16 - 4 x 2 x 2 - 10) MiB / 6 = 1 MiB.
+	conf "resources.memory_budget_mb = 80"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"resources.max_message_bytes = 1048576  # derived"* ]]
@@ -62,7 +62,7 @@ refused() {
 
 @test "a budget that does not cover the sum is exit 2 at the budget's line" {
 	conf "resources.max_batch_bytes = 64MB" "resources.memory_budget_mb = 200"
-	refused test "6: resources.memory_budget_mb = 200 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 216 MiB"
+	refused test "6: resources.memory_budget_mb = 200 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x chunk_bytes + 6 x 1 MiB (smallest derived max_message_bytes) + 10 MiB = 224 MiB"
 }
 
 @test "resources.max_inflight_bytes is accepted but not counted in the budget, which bounds nothing by it" {
@@ -89,8 +89,8 @@ refused() {
 
 @test "an explicit max_message_bytes is counted six times in the budget" {
 	conf "resources.max_message_bytes = 100MB"
-	refused test "5: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x buffer_size_kb + 6 x max_message_bytes + 10 MiB = 666 MiB"
-	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 666"
+	refused test "5: resources.memory_budget_mb = 336 does not cover 3 x max_batch_bytes + max_parallel_copies x 2 x chunk_bytes + 6 x max_message_bytes + 10 MiB = 674 MiB"
+	conf "resources.max_message_bytes = 100MB" "resources.memory_budget_mb = 674"
 	run pgsync-config -c test.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"resources.max_message_bytes = 104857600"* ]]

@@ -4,9 +4,13 @@
 
 # job_conf JOB SLOT PUBLICATION TABLES [key=value...]: write
 # $BATS_FILE_TMPDIR/JOB.conf (state in $BATS_FILE_TMPDIR/JOB.state) with a
-# one-second heartbeat; prints its path.
+# one-second heartbeat; prints its path. Unless a key=value sets it, the
+# job's resources.snapshot_mode is PGSYNC_TEST_SNAPSHOT_MODE, by default
+# single: the tests written for the copy at one snapshot keep testing it, and
+# test/pgsync-chunked.bats tests the chunked copy
+# (PGSYNC_TEST_SNAPSHOT_MODE=chunked runs the others with it too).
 job_conf() {
-	local job=$1 slot=$2 pub=$3 tables=$4 kv
+	local job=$1 slot=$2 pub=$3 tables=$4 kv mode=${PGSYNC_TEST_SNAPSHOT_MODE:-single}
 	shift 4
 	local conf=$BATS_FILE_TMPDIR/$job.conf
 	{
@@ -16,7 +20,11 @@ job_conf() {
 		echo "source.publication = $pub"
 		echo "replication.tables = $tables"
 		echo "safety.heartbeat_interval = 1s"
-		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
+		for kv in "$@"; do
+			[[ ${kv%%=*} != resources.snapshot_mode ]] || mode=""
+			echo "${kv%%=*} = ${kv#*=}"
+		done
+		[[ -z $mode ]] || echo "resources.snapshot_mode = $mode"
 	} >"$conf"
 	echo "$conf"
 }

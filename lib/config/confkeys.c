@@ -48,7 +48,7 @@ struct key conf_keys[] = {
 	K("resources.max_parallel_copies", T_INT, "4", 1, 64, NULL),
 	K("resources.buffer_size_kb", T_INT, "1024", 8, 1048576, NULL),
 	K("resources.memory_budget_mb", T_INT, "336", 16, 16777216, NULL),
-	K("resources.snapshot_mode", T_ENUM, "single", 0, 0, "chunked|single"),
+	K("resources.snapshot_mode", T_ENUM, "chunked", 0, 0, "chunked|single"),
 	K("resources.chunk_rows", T_INT, "100000", 1, 1000000000, NULL),
 	K("resources.chunk_bytes", T_SIZE, "2MB", 64 * 1024, UINT64_C(1) << 30, NULL),
 	K("resources.chunk_group_seconds", T_INT, "60", 1, 86400, NULL),
