@@ -468,28 +468,32 @@ interrupted_then_resumed() {
 }
 
 @test "the target's disk full during a chunked copy, then space freed: bootstrap again continues" {
-	[[ $(id -u) == 0 ]] || skip "mounting a small file system for the target's tablespace needs root"
+	[[ $(id -u) == 0 ]] || skip "mounting a small file system for the target database needs root"
 	# Beside the clusters: the server's user can reach that directory.
-	local mnt
+	local mnt admin="$tgt_URL dbname=postgres"
 	mnt=$(dirname "$(cluster_dir tgt)")/small
 	mkdir -p "$mnt"
-	mount -t tmpfs -o size=6m tmpfs "$mnt" || skip "cannot mount a tmpfs here"
+	mount -t tmpfs -o size=20m tmpfs "$mnt" || skip "cannot mount a tmpfs here"
 	echo "$mnt" >"$BATS_FILE_TMPDIR/mounted"
 	mkdir "$mnt/ts"
 	chown postgres "$mnt/ts" 2>/dev/null || true
 	reset_job
 	catalog_ready
 	slow_chunks
-	psql_at tgt -c "CREATE TABLESPACE ck_small LOCATION '$mnt/ts'" -c "GRANT CREATE ON TABLESPACE ck_small TO ck_tgt" \
-		-c "ALTER DATABASE ck SET default_tablespace = ck_small"
+	# The whole target database on 20 MB, about 8 of them its catalog:
+	# the copy fills it.
+	psql -X -q -v ON_ERROR_STOP=1 -d "$admin" -c "CREATE TABLESPACE ck_small LOCATION '$mnt/ts'"
+	wait_until 60 psql -X -q -d "$admin" -c "ALTER DATABASE ck SET TABLESPACE ck_small"
 	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
 	bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
 	cat "$BATS_TEST_TMPDIR/bs.log"
 	grep -q "SQLSTATE 53100" "$BATS_TEST_TMPDIR/bs.log"
 	# Space again.
 	mount -o remount,size=256m "$mnt"
-	interrupted_then_resumed
-	psql_at tgt -c "ALTER DATABASE ck RESET default_tablespace"
+	interrupted_then_resumed target
+	# (once the sessions of the run have gone)
+	wait_until 60 psql -X -q -d "$admin" -c "ALTER DATABASE ck SET TABLESPACE pg_default"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$admin" -c "DROP TABLESPACE ck_small"
 }
 
 @test "bootstrap --restart-snapshot after an interrupted chunked copy starts over: a new slot, no chunk kept" {
