@@ -115,6 +115,7 @@ no_load() {
 # A fresh start: no job, no slot, no target tables, and each chunk slowed
 # down on the target (see the top of the file).
 reset_job() {
+	if run_alive; then stop_run KILL; fi
 	pgs ck cleanup --yes >/dev/null 2>&1 || true
 	psql_at tgt -c "DROP SCHEMA IF EXISTS \"Odd\" CASCADE" -c "DROP TABLE IF EXISTS pgbench_accounts,
 		pgbench_branches, pgbench_tellers, pgbench_history, t_uuid, t_comp, t_text, t_nokey, t_empty, t_one" \
@@ -240,9 +241,12 @@ resumed_inserted_only_the_rest() {
 # Stream until the target has everything the source wrote, then compare.
 all_identical() {
 	start_run ck
+	wait_until 60 grep -q "streaming slot" "$(current_run_log)" || { run_log ck; return 1; }
 	wait_until 120 applied_reaches ck || { run_log ck; return 1; }
-	stop_run TERM || { run_log ck; return 1; }
-	[ "$RUN_STATUS" -eq 0 ]
+	# (stop_run's minute is short for a loaded machine here)
+	kill -TERM "$(<"$(current_run_log).pid")"
+	bg_wait "$(current_run_log)" 180 || { run_log ck; return 1; }
+	[ "$BG_STATUS" -eq 0 ]
 	same_tables pgbench_accounts pgbench_branches pgbench_tellers pgbench_history Odd.Orders t_uuid t_comp \
 		t_text t_nokey t_empty t_one
 }
