@@ -36,12 +36,6 @@ teardown_file() {
 	cluster_stop_all
 }
 
-# both SQL: run SQL on the source and the target (the same tables on each).
-both() {
-	psql_at src -c "$1" >/dev/null
-	psql_at tgt -c "$1" >/dev/null
-}
-
 # job_start JOB PUBLICATION: the job's slot at L0 (no snapshot), and its row on
 # the target with the applied position L0, as bootstrap's chunked mode does.
 job_start() {

@@ -18,12 +18,6 @@ teardown_file() {
 	cluster_stop_all
 }
 
-# both SQL: run on the source and the target (tables the test creates).
-both() {
-	psql_at src -c "$1" >/dev/null
-	psql_at tgt -c "$1" >/dev/null
-}
-
 # group PUB DUMP_OPTION...: one group: a temporary slot holding a snapshot,
 # the target's chunks as --done, pg-snapshot-dump --chunked | pg-apply.
 # Sets LI (the group's position), DUMP_RC and APPLY_RC.

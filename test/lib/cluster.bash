@@ -192,6 +192,13 @@ psql_at() {
 	psql -X -v ON_ERROR_STOP=1 -qAt -d "$url" "$@"
 }
 
+# both SQL: run SQL on the clusters src and tgt (tables a test creates on
+# each side, the same on both).
+both() {
+	psql_at src -c "$1" >/dev/null
+	psql_at tgt -c "$1" >/dev/null
+}
+
 # cluster_stop_all: stop and remove every cluster this test file started.
 # Meant for teardown_file (which bats runs even when tests or setup_file
 # failed); keeps going past a cluster that fails to stop, then reports it.
