@@ -13,7 +13,7 @@
  *
  * The server's commit LSNs grow, its commit times are sane and its type
  * modifiers are -1 or positive; the harness rewrites the LSNs and times of
- * BEGIN, COMMIT and STREAM COMMIT, clamps typmods and drops
+ * BEGIN, COMMIT, STREAM COMMIT, logical messages and keepalives, clamps typmods and drops
  * an ORIGIN that does not follow BEGIN or STREAM START, so that mutations
  * explore message structure, not what no server sends.
  */
@@ -150,6 +150,23 @@ normalize(unsigned char *m, size_t n, lsn_t *next, lsn_t *begin_lsn, bool *in_st
 				put64(m + 18, sane_time(m + 18));
 			}
 			break;
+		case 'M':				/* [xid in a stream], flags, lsn, prefix, content */
+			{
+				size_t at = 1 + (*in_stream ? 4 : 0);
+
+				/* A transactional message lies below its commit; any other
+				 * is decoded in WAL order, above what came before. */
+				if (at + 9 > n)
+					break;
+				if (m[at] & 1)
+					put64(m + at + 1, *begin_lsn > 0x10 ? *begin_lsn - 0x10 : *begin_lsn);
+				else
+				{
+					*next += 0x100;
+					put64(m + at + 1, *next);
+				}
+			}
+			break;
 		case 'c':				/* xid 1..4, flags, commit 6..13, end 14..21, time 22..29 */
 			if (n == 30)
 			{
@@ -203,7 +220,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			st = ws_begin_stream(ws, "7442718406132410263", 1, "fuzz_slot", next, 150000);
 		}
 		else if (n == 9 && data[off] == 'k')
-			st = ws_keepalive(ws, get64(data + off + 1), (uint64_t) off * 1000);
+		{
+			/* A keepalive's WAL end is what the server has decoded: every
+			 * later commit is above it. Captured seeds carry real WAL ends
+			 * far above the rewritten commits, so it is rewritten too. */
+			next += get64(data + off + 1) & 0xff;
+			st = ws_keepalive(ws, next, (uint64_t) off * 1000);
+		}
 		else
 		{
 			/* An exact-size copy, so ASan sees reads past the message. */
