@@ -131,7 +131,9 @@ void sr_free(struct streamread *sr);
 /*
  * Parse one line (without its LF). Returns true with rec filled, or false
  * with a one-line message in sr_error() (no location: the caller adds input
- * name and line number). Field pointers point into line.
+ * name and line number). Field pointers point into line. Fields a record
+ * type does not name are zero, except for ROW, which sets only type, f, nf,
+ * table, copy_row and copy_len (a copy's every line: clearing is its cost).
  */
 bool sr_parse(struct streamread *sr, const char *line, size_t len,
 			  struct sr_record *rec);
