@@ -109,13 +109,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("give exactly one of --lsn LSN and --from CHECKPOINT_FILE");
 }
 
-static void
-fatal_pgerr(int rc, const char *what, const struct pgerr *err)
-{
-	char text[PGERR_TEXT_MAX];
-
-	log_fatal(rc, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
-}
 
 /* The position to confirm, and what the checkpoint file says it belongs to. */
 static lsn_t
@@ -158,7 +151,7 @@ check_sysid(PGconn *conn, const struct opts *o, const struct checkpoint *cp)
 	r = conn_query_one(conn, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
 					   0, NULL, 1, &err);
 	if (r == NULL)
-		fatal_pgerr(EXIT_RUNTIME, "cannot read the source's system identifier", &err);
+		pgerr_fatal(EXIT_RUNTIME, "cannot read the source's system identifier", &err);
 	snprintf(sysid, sizeof(sysid), "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	if (strcmp(sysid, cp->sysid) != 0)
@@ -181,7 +174,7 @@ read_slot(PGconn *conn, const struct opts *o, struct slotinfo *s)
 		if (st == SLOT_ERROR)
 		{
 			snprintf(what, sizeof(what), "cannot read replication slot \"%s\"", o->slot);
-			fatal_pgerr(EXIT_RUNTIME, what, &err);
+			pgerr_fatal(EXIT_RUNTIME, what, &err);
 		}
 		if (st == SLOT_MISSING)
 			log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" does not exist", o->slot);
@@ -244,7 +237,7 @@ advance(PGconn *conn, const char *slot, lsn_t target)
 		pgerr_set(&err, conn, res);
 		PQclear(res);
 		/* 55006: a consumer took the slot since we looked; the message names its PID. */
-		fatal_pgerr(EXIT_RUNTIME, what, &err);
+		pgerr_fatal(EXIT_RUNTIME, what, &err);
 	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 1 || !lsn_parse(PQgetvalue(res, 0, 0), &got))
 		log_fatal(EXIT_RUNTIME, "%s: unexpected reply: got %d rows and %d fields, expected one LSN",
@@ -260,7 +253,7 @@ main(int argc, char **argv)
 	struct checkpoint cp;
 	struct slotinfo s;
 	struct pgerr err;
-	char shown[512], why[128], msg[256], l1[LSN_BUFSZ], l2[LSN_BUFSZ], l3[LSN_BUFSZ];
+	char why[128], msg[256], l1[LSN_BUFSZ], l2[LSN_BUFSZ], l3[LSN_BUFSZ];
 	PGconn *conn;
 	lsn_t target, got;
 	int rc;
@@ -270,18 +263,12 @@ main(int argc, char **argv)
 	sig_setup();
 	target = target_position(&o, &cp);
 
-	conn = session_open(o.conninfo, SESSION_SQL, &err);
-	if (conn == NULL)
-	{
-		rc = slot_connect_failure(&err, o.conninfo);
-		conn_display(o.conninfo, shown, sizeof(shown));
-		log_fatal(rc, "cannot connect to the source (%s): %s", shown, err.msg);
-	}
+	conn = source_connect(o.conninfo, SESSION_SQL);
 	rc = slot_preflight(conn, false, &err);
 	if (rc == EXIT_PREFLIGHT)
 		log_fatal(rc, "%s", err.msg);
 	if (rc != EXIT_DONE)
-		fatal_pgerr(rc, "cannot check the source", &err);
+		pgerr_fatal(rc, "cannot check the source", &err);
 	check_sysid(conn, &o, &cp);
 
 	read_slot(conn, &o, &s);

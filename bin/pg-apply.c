@@ -359,9 +359,7 @@ skip_snapshot(lsn_t at, const char *done)
 			case IN_AGAIN:
 				break;
 			case IN_TOOLONG:
-				applyreport_fail_in(&A, false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
-						(unsigned long long) input_lineno(A.in) + 1,
-						(unsigned long long) A.max_message_bytes);
+				applyreport_line_too_long(&A);
 			case IN_ERROR:
 				applyreport_read_failed(&A);
 		}
@@ -653,9 +651,7 @@ run(void)
 			case IN_TRUNCATED:
 				truncated();
 			case IN_TOOLONG:
-				applyreport_fail_in(&A, false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
-						(unsigned long long) input_lineno(A.in) + 1,
-						(unsigned long long) A.max_message_bytes);
+				applyreport_line_too_long(&A);
 			case IN_ERROR:
 				applyreport_read_failed(&A);
 		}

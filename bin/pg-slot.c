@@ -142,31 +142,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--if-exists and --wait apply to drop only");
 }
 
-/* Connect, with the exit code and fix for a role that may not log in. */
-static PGconn *
-connect_source(const struct opts *o, bool replication)
-{
-	struct pgerr err;
-	char shown[512];
-	PGconn *conn = session_open(o->conninfo, replication ? SESSION_REPLICATION : SESSION_SQL, &err);
 
-	if (conn == NULL)
-	{
-		int rc = slot_connect_failure(&err, o->conninfo);
-
-		conn_display(o->conninfo, shown, sizeof(shown));
-		log_fatal(rc, "cannot connect to the source (%s): %s", shown, err.msg);
-	}
-	return conn;
-}
-
-static void
-fatal_pgerr(int rc, const char *what, const struct pgerr *err)
-{
-	char text[PGERR_TEXT_MAX];
-
-	log_fatal(rc, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
-}
 
 static void
 preflight(PGconn *conn, bool need_logical)
@@ -177,7 +153,7 @@ preflight(PGconn *conn, bool need_logical)
 	if (rc == EXIT_PREFLIGHT)
 		log_fatal(rc, "%s", err.msg);
 	if (rc != EXIT_DONE)
-		fatal_pgerr(rc, "cannot check the source", &err);
+		pgerr_fatal(rc, "cannot check the source", &err);
 }
 
 static enum slot_lookup
@@ -190,7 +166,7 @@ read_slot(PGconn *conn, const char *slot, struct slotinfo *s)
 	if (st == SLOT_ERROR)
 	{
 		snprintf(what, sizeof(what), "cannot read replication slot \"%s\"", slot);
-		fatal_pgerr(EXIT_RUNTIME, what, &err);
+		pgerr_fatal(EXIT_RUNTIME, what, &err);
 	}
 	return st;
 }
@@ -355,7 +331,7 @@ hold_snapshot(const struct opts *o, PGconn *repl, const char *snapshot)
 static int
 cmd_create(const struct opts *o)
 {
-	PGconn *conn = connect_source(o, false), *repl;
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL), *repl;
 	struct slotinfo s;
 	struct pgerr err;
 	char sql[256], l[LSN_BUFSZ];
@@ -368,7 +344,7 @@ cmd_create(const struct opts *o)
 	if (o->if_not_exists && read_slot(conn, o->slot, &s) == SLOT_FOUND)
 		return report_existing(o, conn, &s);
 
-	repl = connect_source(o, true);
+	repl = source_connect(o->conninfo, SESSION_REPLICATION);
 	/*
 	 * 15+ take the option list; 14 knows only the keywords, which 15-18
 	 * still accept but document as the old syntax.
@@ -388,7 +364,7 @@ cmd_create(const struct opts *o)
 			read_slot(conn, o->slot, &s) == SLOT_FOUND)
 			return report_existing(o, conn, &s);
 		snprintf(sql, sizeof(sql), "cannot create replication slot \"%s\"", o->slot);
-		fatal_pgerr(EXIT_RUNTIME, sql, &err);
+		pgerr_fatal(EXIT_RUNTIME, sql, &err);
 	}
 	if (PQntuples(res) != 1 || PQnfields(res) < 4 || !lsn_parse(PQgetvalue(res, 0, 1), &lsn))
 		log_fatal(EXIT_RUNTIME, "unexpected reply creating replication slot \"%s\": got %d rows and %d fields, "
@@ -439,7 +415,7 @@ wait_inactive(PGconn *conn, const char *slot, uint64_t wait_ms, struct slotinfo 
 static int
 cmd_drop(const struct opts *o)
 {
-	PGconn *conn = connect_source(o, false);
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL);
 	struct slotinfo s;
 	struct pgerr err;
 	const char *params[1] = {o->slot};
@@ -458,7 +434,7 @@ cmd_drop(const struct opts *o)
 		if (strcmp(err.sqlstate, "42704") != 0)
 		{
 			snprintf(what, sizeof(what), "cannot drop replication slot \"%s\"", o->slot);
-			fatal_pgerr(EXIT_RUNTIME, what, &err);
+			pgerr_fatal(EXIT_RUNTIME, what, &err);
 		}
 		st = SLOT_MISSING;		/* dropped by someone else meanwhile */
 	}
@@ -477,7 +453,7 @@ cmd_drop(const struct opts *o)
 static int
 cmd_show(const struct opts *o)
 {
-	PGconn *conn = connect_source(o, false);
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL);
 	struct slotinfo s;
 	struct buf b = BUF_INIT;
 	char why[128];

@@ -257,13 +257,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage_error("give exactly one of --publication NAME[,NAME...] and --table SCHEMA.TABLE");
 }
 
-static void
-pg_fatal(int code, const char *what, const struct pgerr *err)
-{
-	char text[PGERR_TEXT_MAX];
-
-	log_fatal(code, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
-}
 
 /*
  * The source connection's state for --connection-file (see srcstatus.h).
@@ -285,22 +278,6 @@ report_connection(const struct opts *o, enum src_state state, bool first)
 	}
 }
 
-static PGconn *
-connect_source(const struct opts *o, bool replication)
-{
-	struct pgerr err;
-	char shown[512];
-	PGconn *conn = session_open(o->conninfo, replication ? SESSION_REPLICATION : SESSION_SQL, &err);
-
-	if (conn == NULL)
-	{
-		int rc = slot_connect_failure(&err, o->conninfo);
-
-		conn_display(o->conninfo, shown, sizeof(shown));
-		log_fatal(rc, "cannot connect to the source (%s): %s", shown, err.msg);
-	}
-	return conn;
-}
 
 /*
  * Open the session the plan is made in, inside the snapshot: either export
@@ -309,25 +286,25 @@ connect_source(const struct opts *o, bool replication)
 static PGconn *
 open_snapshot(struct opts *o, char **snapshot_name)
 {
-	PGconn *conn = connect_source(o, false);
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL);
 	struct pgerr err;
 	PGresult *res;
 
 	/* The workers' settings (session_open): key boundaries are printed
 	 * here, parsed there. */
 	if (!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
-		pg_fatal(EXIT_RUNTIME, "cannot start the snapshot transaction", &err);
+		pgerr_fatal(EXIT_RUNTIME, "cannot start the snapshot transaction", &err);
 	if (o->own_snapshot)
 	{
 		res = conn_query_one(conn, "SELECT pg_catalog.pg_export_snapshot()", 0, NULL, 1, &err);
 		if (res == NULL)
-			pg_fatal(EXIT_RUNTIME, "cannot export a snapshot", &err);
+			pgerr_fatal(EXIT_RUNTIME, "cannot export a snapshot", &err);
 		*snapshot_name = xstrdup(PQgetvalue(res, 0, 0));
 		PQclear(res);
 		/* Read after the export: approximate, see doc/snapshot.md. */
 		res = conn_query_one(conn, "SELECT pg_catalog.pg_current_wal_lsn()", 0, NULL, 1, &err);
 		if (res == NULL)
-			pg_fatal(EXIT_RUNTIME, "cannot read the current WAL position", &err);
+			pgerr_fatal(EXIT_RUNTIME, "cannot read the current WAL position", &err);
 		if (!lsn_parse(PQgetvalue(res, 0, 0), &o->position))
 			log_fatal(EXIT_RUNTIME, "cannot read the current WAL position: unexpected value");
 		PQclear(res);
@@ -584,13 +561,13 @@ put_field(const char *v, bool last)
 static int
 list_tables(const struct opts *o)
 {
-	PGconn *conn = connect_source(o, false);
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL);
 	struct pub_set set;
 	struct pgerr err;
 	int rc;
 
 	if (!conn_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, &err))
-		pg_fatal(EXIT_RUNTIME, "cannot start a transaction", &err);
+		pgerr_fatal(EXIT_RUNTIME, "cannot start a transaction", &err);
 	if ((rc = pub_resolve(conn, o->pubs, o->npubs, &set)) != EXIT_DONE)
 		exit(rc);
 	for (int i = 0; i < set.n; i++)
@@ -656,9 +633,9 @@ main(int argc, char **argv)
 	report_connection(&o, SRC_DISCONNECTED, true);
 
 	/* The header's identity comes from the replication protocol. */
-	conn = connect_source(&o, true);
+	conn = source_connect(o.conninfo, SESSION_REPLICATION);
 	if (!conn_identify_system(conn, &sys, &err))
-		pg_fatal(EXIT_RUNTIME, "cannot identify the source system", &err);
+		pgerr_fatal(EXIT_RUNTIME, "cannot identify the source system", &err);
 	PQfinish(conn);
 
 	conn = open_snapshot(&o, &snapshot_name);

@@ -168,3 +168,11 @@ applyreport_read_failed(struct apply_state *a)
 	e.code = EXIT_RUNTIME;
 	applyreport_fail(a, &e);
 }
+
+void
+applyreport_line_too_long(struct apply_state *a)
+{
+	applyreport_fail_in(a, false, EXIT_UNSUPPORTED, "line %llu is longer than --max-message-bytes (%llu bytes)",
+						(unsigned long long) input_lineno(a->in) + 1,
+						(unsigned long long) a->max_message_bytes);
+}

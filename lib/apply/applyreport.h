@@ -38,5 +38,7 @@ void applyreport_fail_in(struct apply_state *a, bool with_line, int code, const 
 
 /* A read or decompression error of the input: one line, then exit 1. */
 void applyreport_read_failed(struct apply_state *a) __attribute__((noreturn));
+/* The next line is longer than --max-message-bytes: exit 5 naming the limit. */
+void applyreport_line_too_long(struct apply_state *a) __attribute__((noreturn));
 
 #endif

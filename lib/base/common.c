@@ -116,40 +116,43 @@ mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 	return true;
 }
 
-bool
-parse_size(const char *s, uint64_t *out)
+struct unit { const char *name; uint64_t mult; };
+
+/* A number and one of units (PostgreSQL's spelling), multiplied out. */
+static bool
+parse_with_units(const char *s, const struct unit *units, size_t nunits, uint64_t *out)
 {
-	static const struct { const char *unit; uint64_t mult; } units[] = {
-		{"", 1}, {"B", 1}, {"kB", 1024}, {"KB", 1024}, {"MB", 1024 * 1024},
-		{"GB", 1024ULL * 1024 * 1024}, {"TB", 1024ULL * 1024 * 1024 * 1024},
-	};
 	uint64_t n;
 	const char *unit;
 
 	if (!split_unit(s, &n, &unit))
 		return false;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(unit, units[i].unit) == 0)
+	for (size_t i = 0; i < nunits; i++)
+		if (strcmp(unit, units[i].name) == 0)
 			return mul_ok(n, units[i].mult, out);
 	return false;
 }
 
 bool
+parse_size(const char *s, uint64_t *out)
+{
+	static const struct unit units[] = {
+		{"", 1}, {"B", 1}, {"kB", 1024}, {"KB", 1024}, {"MB", 1024 * 1024},
+		{"GB", 1024ULL * 1024 * 1024}, {"TB", 1024ULL * 1024 * 1024 * 1024},
+	};
+
+	return parse_with_units(s, units, sizeof(units) / sizeof(units[0]), out);
+}
+
+bool
 parse_duration_ms(const char *s, uint64_t *out_ms)
 {
-	static const struct { const char *unit; uint64_t mult; } units[] = {
+	static const struct unit units[] = {
 		{"", 1000}, {"ms", 1}, {"s", 1000}, {"min", 60000}, {"h", 3600000},
 		{"d", 86400000},
 	};
-	uint64_t n;
-	const char *unit;
 
-	if (!split_unit(s, &n, &unit))
-		return false;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(unit, units[i].unit) == 0)
-			return mul_ok(n, units[i].mult, out_ms);
-	return false;
+	return parse_with_units(s, units, sizeof(units) / sizeof(units[0]), out_ms);
 }
 
 uint64_t

@@ -45,4 +45,17 @@ uint64_t now_ms(void);
 uint64_t current_rss_bytes(void);
 uint64_t peak_rss_bytes(void);
 
+/* The value of one hex digit (either case), or -1: LSN text and COPY escapes. */
+static inline int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

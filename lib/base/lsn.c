@@ -1,20 +1,10 @@
 #include <stddef.h>
 #include "lsn.h"
+#include "common.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Parse 1-8 hex digits from s[0..len) up to 'stop'; returns chars used or -1. */
 static int
@@ -25,7 +15,7 @@ parse_part(const char *s, size_t len, char stop, uint32_t *out)
 
 	for (i = 0; i < len && s[i] != stop; i++)
 	{
-		int h = hexval(s[i]);
+		int h = hex_digit(s[i]);
 
 		if (h < 0 || i >= 8)
 			return -1;

@@ -1,5 +1,6 @@
 #include "pgerror.h"
 #include "common.h"
+#include "log.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -279,4 +280,12 @@ apply_err_pg(struct apply_err *e, int code, const struct pgerr *pe, const char *
 	va_end(ap);
 	apply_err_set(e, code, "%s: %s", what, pgerr_text(pe, NULL, text, sizeof(text)));
 	e->retry = pe->retryable;
+}
+
+void
+pgerr_fatal(int code, const char *what, const struct pgerr *err)
+{
+	char text[PGERR_TEXT_MAX];
+
+	log_fatal(code, "%s: %s", what, pgerr_text(err, NULL, text, sizeof(text)));
 }

@@ -55,6 +55,8 @@ int pgerr_exit_code_setup(const char *sqlstate);
  */
 #define PGERR_TEXT_MAX 1300
 const char *pgerr_text(const struct pgerr *err, const char *column, char *out, size_t outlen);
+/* Exit with code after "what: message (SQLSTATE x)", the form above. */
+void pgerr_fatal(int code, const char *what, const struct pgerr *err) __attribute__((noreturn));
 
 /*
  * The one rule that keeps row values out of a server message, applied to

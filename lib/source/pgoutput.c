@@ -240,6 +240,24 @@ read_change(struct rd *r, struct pgo_msg *m, char *err, size_t errlen)
 }
 
 bool
+pgo_streamed_has_xid(char type)
+{
+	switch (type)
+	{
+		case PGO_RELATION:
+		case PGO_TYPE:
+		case PGO_INSERT:
+		case PGO_UPDATE:
+		case PGO_DELETE:
+		case PGO_TRUNCATE:
+		case PGO_MESSAGE:
+			return true;
+		default:
+			return false;
+	}
+}
+
+bool
 pgo_decode(const unsigned char *buf, size_t len, bool in_stream,
 		   struct pgo_msg *m, char *err, size_t errlen)
 {
@@ -255,24 +273,10 @@ pgo_decode(const unsigned char *buf, size_t len, bool in_stream,
 		return fail(err, errlen, "empty message");
 	m->type = (char) get8(&r, "type");
 
-	/* Messages that carry the (sub)transaction id first inside a stream. */
-	switch (m->type)
+	if (in_stream && pgo_streamed_has_xid(m->type))
 	{
-		case PGO_RELATION:
-		case PGO_TYPE:
-		case PGO_INSERT:
-		case PGO_UPDATE:
-		case PGO_DELETE:
-		case PGO_TRUNCATE:
-		case PGO_MESSAGE:
-			if (in_stream)
-			{
-				m->has_xid = true;
-				m->xid = get32(&r, "transaction id");
-			}
-			break;
-		default:
-			break;
+		m->has_xid = true;
+		m->xid = get32(&r, "transaction id");
 	}
 
 	switch (m->type)

@@ -119,6 +119,10 @@ struct pgo_msg {
  * message messages carry a transaction id first. Returns true on success; on
  * failure writes a one-line reason (no data from the message) to err.
  */
+/* Does a message of this type carry its (sub)transaction id first when it is
+ * sent inside a stream block (STREAM START .. STOP)? */
+bool pgo_streamed_has_xid(char type);
+
 bool pgo_decode(const unsigned char *buf, size_t len, bool in_stream,
 				struct pgo_msg *m, char *err, size_t errlen);
 

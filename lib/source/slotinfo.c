@@ -1,5 +1,6 @@
 #include "slotinfo.h"
 #include "common.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -373,4 +374,21 @@ slot_connect_failure(struct pgerr *err, const char *conninfo)
 		return EXIT_PREFLIGHT;
 	}
 	return EXIT_RUNTIME;
+}
+
+PGconn *
+source_connect(const char *conninfo, enum session_kind kind)
+{
+	struct pgerr err;
+	char shown[512];
+	PGconn *conn = session_open(conninfo, kind, &err);
+
+	if (conn == NULL)
+	{
+		int rc = slot_connect_failure(&err, conninfo);
+
+		conn_display(conninfo, shown, sizeof(shown));
+		log_fatal(rc, "cannot connect to the source (%s): %s", shown, err.msg);
+	}
+	return conn;
 }

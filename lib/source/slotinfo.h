@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "json.h"
 #include "lsn.h"
+#include "session.h"
 
 /* PostgreSQL's NAMEDATALEN - 1: the longest slot name it accepts. */
 #define SLOT_NAME_MAX 63
@@ -105,5 +106,8 @@ int slot_preflight(PGconn *conn, bool need_logical, struct pgerr *err);
  * EXIT_RUNTIME.
  */
 int slot_connect_failure(struct pgerr *err, const char *conninfo);
+/* A session on the source, or exit with slot_connect_failure()'s code and
+ * fix: "cannot connect to the source (URL without password): ...". */
+PGconn *source_connect(const char *conninfo, enum session_kind kind);
 
 #endif

@@ -244,25 +244,15 @@ spool_message(struct walstream *ws, const unsigned char *p, size_t n)
 	char err[512];
 	uint32_t sub = 0;
 
-	switch (p[0])
+	if (pgo_streamed_has_xid((char) p[0]))
 	{
-		case PGO_RELATION:
-		case PGO_TYPE:
-		case PGO_INSERT:
-		case PGO_UPDATE:
-		case PGO_DELETE:
-		case PGO_TRUNCATE:
-		case PGO_MESSAGE:
-			if (n < 5)
-				return failed(ws, EXIT_RUNTIME, "cannot decode streamed %s message: too short", pgo_type_name((char) p[0]));
-			sub = ((uint32_t) p[1] << 24) | ((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 8) | p[4];
-			break;
-		case PGO_ORIGIN:
-			break;
-		default:
-			return failed(ws, EXIT_RUNTIME, "protocol violation: %s message inside a stream block",
-						  pgo_type_name((char) p[0]));
+		if (n < 5)
+			return failed(ws, EXIT_RUNTIME, "cannot decode streamed %s message: too short", pgo_type_name((char) p[0]));
+		sub = ((uint32_t) p[1] << 24) | ((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 8) | p[4];
 	}
+	else if (p[0] != PGO_ORIGIN)
+		return failed(ws, EXIT_RUNTIME, "protocol violation: %s message inside a stream block",
+					  pgo_type_name((char) p[0]));
 	if (!spool_append(ws->spool, sub, p, n, err, sizeof(err)))
 		return failed(ws, EXIT_RUNTIME, "%s", err);
 	return WS_OK;

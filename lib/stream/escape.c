@@ -1,4 +1,5 @@
 #include "escape.h"
+#include "common.h"
 
 #include <string.h>
 
@@ -31,17 +32,6 @@ copy_escape(struct buf *b, const char *s, size_t n)
 	b->len += n - start;
 }
 
-static int
-hexdigit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Shared by validation and decoding: b may be NULL to only validate. */
 static bool
@@ -91,7 +81,7 @@ unescape(const char *f, size_t n, struct buf *b, bool *is_null)
 			{
 				int v = 0, d, k = 0;
 
-				while (k < 2 && i < n && (d = hexdigit(f[i])) >= 0)
+				while (k < 2 && i < n && (d = hex_digit(f[i])) >= 0)
 				{
 					v = v * 16 + d;
 					i++;
@@ -158,7 +148,7 @@ hex_decode(const char *s, size_t n, struct buf *b)
 	buf_reserve(b, n / 2);
 	for (size_t i = 0; i < n; i += 2)
 	{
-		int hi = hexdigit(s[i]), lo = hexdigit(s[i + 1]);
+		int hi = hex_digit(s[i]), lo = hex_digit(s[i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;
