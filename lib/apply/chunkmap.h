@@ -25,7 +25,7 @@
 #include "streamread.h"
 
 /* Key columns of one chunk at most: an index has at most 32 (INDEX_MAX_KEYS). */
-#define CM_MAX_KEY 32
+#define CM_MAX_KEY CHUNK_MAX_KEY
 
 /* "No chunk holds this key yet": the chunk's later copy will have it. */
 #define CM_NOT_COPIED UINT64_MAX

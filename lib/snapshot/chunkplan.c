@@ -15,6 +15,7 @@
 #include "log.h"
 #include "publication.h"
 #include "record.h"
+#include "streamread.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,7 @@
 #define INT4OID 23
 #define INT8OID 20
 #define UUIDOID 2950
-#define MAX_KEY_COLS 32
+#define MAX_KEY_COLS CHUNK_MAX_KEY
 /* Rows sampled to place the part bounds of a uuid key. */
 #define SAMPLE_ROWS 30000.0
 
@@ -44,6 +45,7 @@ type_max(unsigned type)
 
 /* --- the done file ------------------------------------------------------ */
 
+/* The n values decoded, or NULL when all are \N (an unbounded side). */
 static char **
 take_values(struct field *f, int n, struct buf *tmp, bool *ok)
 {
@@ -62,8 +64,6 @@ take_values(struct field *f, int n, struct buf *tmp, bool *ok)
 		else
 			v[i] = xstrdup(buf_cstr(tmp));
 	}
-	if (nulls > 0 && nulls < n)
-		*ok = false;
 	if (nulls == n)
 	{
 		for (int i = 0; i < n; i++)
@@ -121,7 +121,7 @@ chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 	while ((len = getline(&line, &cap, f)) >= 0)
 	{
 		struct done_chunk *c;
-		uint64_t nkey;
+		int nkey;
 		size_t nf;
 		bool ok = true;
 
@@ -131,7 +131,9 @@ chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 		if (len == 0)
 			continue;
 		nf = rec_split(line, (size_t) len, fields, sizeof(fields) / sizeof(fields[0]) - 1);
-		if (nf < 3 || !field_u64(&fields[2], &nkey) || nkey > MAX_KEY_COLS || nf != 3 + 3 * nkey)
+		/* The layout and the bound rule are the CHUNK record's (streamread). */
+		nkey = nf < 3 ? SR_CHUNK_LAYOUT : sr_chunk_fields(&fields[2], nf - 2, true);
+		if (nkey == SR_CHUNK_LAYOUT)
 		{
 			snprintf(err, errlen, "--done file \"%s\" line %lu: expected schema, table, a key column count, "
 					 "the key columns, the lo and the hi values", path, lineno);
@@ -144,7 +146,9 @@ chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 		}
 		c = &ds->c[ds->n++];
 		memset(c, 0, sizeof(*c));
-		c->nkey = (int) nkey;
+		c->nkey = nkey;
+		if (nkey == SR_CHUNK_VALUES)
+			ok = false;
 		{
 			char **names = take_values(fields, 2, &tmp, &ok);
 
@@ -157,7 +161,7 @@ chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 			}
 			free(names);
 		}
-		if (nkey > 0)
+		if (ok && nkey > 0)
 		{
 			c->cols = take_values(&fields[3], (int) nkey, &tmp, &ok);
 			c->lo = take_values(&fields[3 + nkey], (int) nkey, &tmp, &ok);

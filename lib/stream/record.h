@@ -39,6 +39,8 @@
 #define REC_SNAPSHOTDONE "SNAPSHOTDONE"
 #define REC_CHUNKS "CHUNKS"
 #define REC_CHUNK "CHUNK"
+/* The most key columns a CHUNK names: what an index may have. */
+#define CHUNK_MAX_KEY 32
 #define REC_CHUNKSDONE "CHUNKSDONE"
 
 /* --- writing ----------------------------------------------------------- */

@@ -263,17 +263,31 @@ chunk_values_ok(const struct field *f, int n, bool bound)
 	return bound ? nulls == 0 || nulls == n : nulls == 0;
 }
 
+int
+sr_chunk_fields(const struct field *f, size_t nf, bool whole_ok)
+{
+	uint64_t n;
+
+	if (nf < 1 || !field_u64(&f[0], &n) || n > CHUNK_MAX_KEY || (n == 0 && !whole_ok) || nf != 1 + 3 * n)
+		return SR_CHUNK_LAYOUT;
+	if (!chunk_values_ok(&f[1], (int) n, false) || !chunk_values_ok(&f[1 + n], (int) n, true) ||
+		!chunk_values_ok(&f[1 + 2 * n], (int) n, true))
+		return SR_CHUNK_VALUES;
+	return (int) n;
+}
+
 /* CHUNK: the next frame is the whole of key range (lo, hi] of a table. */
 bool
 sr_parse_chunk(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
 	struct field *f = sr->f;
 	struct sr_table *t;
-	uint64_t nkey;
+	int nkey;
 
 	if (sr->section != SR_CHUNKS)
 		return sr_fail(sr, "CHUNK outside a chunk section");
-	if (rec->nf < 4 || !field_u64(&f[3], &nkey) || nkey == 0 || nkey > 32 || rec->nf != 4 + 3 * nkey)
+	nkey = rec->nf < 4 ? SR_CHUNK_LAYOUT : sr_chunk_fields(&f[3], rec->nf - 3, false);
+	if (nkey == SR_CHUNK_LAYOUT)
 		return sr_fail(sr, "malformed CHUNK record: expected schema, table, a key column count, "
 					   "the key columns, the lo and the hi values");
 	if (sr->chunk)
@@ -284,8 +298,7 @@ sr_parse_chunk(struct streamread *sr, struct sr_record *rec, const char *line, s
 		return sr_fail(sr, "CHUNK of %s, which this section copies in one piece", t->shown);
 	if (t->done)
 		return sr_fail(sr, "CHUNK of %s after its TABLEDONE", t->shown);
-	if (!chunk_values_ok(&f[4], (int) nkey, false) || !chunk_values_ok(&f[4 + nkey], (int) nkey, true) ||
-		!chunk_values_ok(&f[4 + 2 * nkey], (int) nkey, true))
+	if (nkey == SR_CHUNK_VALUES)
 		return sr_fail(sr, "malformed CHUNK of %s: a bad value, or a bound with some but not all values \\N",
 					   t->shown);
 	sr->chunk = t;

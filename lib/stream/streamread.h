@@ -152,6 +152,17 @@ lsn_t sr_promised(const struct streamread *sr);
 /* Is line a BEGIN, POSITION or END: one sr_parse() checks against that
  * promise, and that changes no RELATION? */
 bool sr_line_has_position(const char *line, size_t len);
+/*
+ * The chunk fields after schema and table, as a CHUNK record and a line of
+ * pg-snapshot-dump's --done file both carry them: a key column count n,
+ * n key column names, n lo values and n hi values, each bound all \N
+ * (unbounded) or none. n = 0 (a table copied in one piece) only when
+ * whole_ok. Returns n, SR_CHUNK_LAYOUT for a wrong count of fields, or
+ * SR_CHUNK_VALUES for a malformed value or a half-unbounded bound.
+ */
+#define SR_CHUNK_LAYOUT (-1)
+#define SR_CHUNK_VALUES (-2)
+int sr_chunk_fields(const struct field *f, size_t nf, bool whole_ok);
 /* The record name of a type ("COPY"). */
 const char *sr_type_name(enum sr_type type);
 /* Is line a record of type with fields (its name, then a TAB)? Nothing
