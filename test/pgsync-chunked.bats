@@ -175,6 +175,12 @@ kill_child() {
 	return 1
 }
 
+# group_started_after N: the background bootstrap's pg-snapshot-dump began
+# group N + 1.
+group_started_after() {
+	(($(grep -c "pg-snapshot-dump: copying" "$BATS_TEST_TMPDIR/bs.log" || true) > $1))
+}
+
 action_is() {
 	[ "$(pgs ck status --json | jq -r .action)" = "$1" ]
 }
@@ -421,17 +427,19 @@ interrupted_then_resumed() {
 }
 
 @test "the source restarted during a chunked copy: bootstrap again continues from the kept slot" {
-	# The restart must come while pg-snapshot-dump reads: one that comes
-	# between its groups ends only the temporary slot of a group that has
-	# been read, which is no interruption. Up to three tries.
-	local try
+	# The restart must come while pg-snapshot-dump reads, as a group starts:
+	# later in a group it waits for the slower target with what it has
+	# read, and one that comes then ends only connections it no longer
+	# needs, which is no interruption. Up to three tries.
+	local try groups
 	for try in 1 2 3; do
 		reset_job
 		catalog_ready
 		slow_chunks
 		pgs_bg "$BATS_TEST_TMPDIR/bs.log" ck bootstrap
 		wait_until 120 chunks_at_least 20
-		wait_until 60 child_running pg-snapshot-dump
+		groups=$(grep -c "pg-snapshot-dump: copying" "$BATS_TEST_TMPDIR/bs.log" || true)
+		wait_until 60 group_started_after "$groups"
 		cluster_restart src --mode immediate
 		bg_wait "$BATS_TEST_TMPDIR/bs.log" 300
 		[ "$BG_STATUS" -eq 0 ] || break
