@@ -73,21 +73,6 @@ parse_int(const char *s, long min, long max, long *out)
 	return true;
 }
 
-bool
-parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (s == NULL || !isdigit((unsigned char) *s))
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	*out = v;
-	return true;
-}
 
 /* Split "123unit" into the number and the unit; the number must be present. */
 static bool
@@ -104,6 +89,18 @@ split_unit(const char *s, uint64_t *num, const char **unit)
 		return false;
 	*num = v;
 	*unit = end;
+	return true;
+}
+
+bool
+parse_u64(const char *s, uint64_t *out)
+{
+	const char *unit;
+	uint64_t n;
+
+	if (!split_unit(s, &n, &unit) || *unit != '\0')
+		return false;
+	*out = n;
 	return true;
 }
 
