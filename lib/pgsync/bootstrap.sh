@@ -283,25 +283,33 @@ UPDATE pgsync.table_sync s SET rows_estimate = e.value::bigint
 SQL
 }
 
-copy_tables() {
-	record_estimates
-	BS_PHASE="copying tables"
+# copy_pipeline WHAT DUMP_ARG...: pg-snapshot-dump at the current snapshot,
+# with DUMP_ARG... besides what every copy passes, into pg-apply, supervised
+# to the end; WHAT names the step in errors. Both copy modes use it.
+copy_pipeline() {
+	local what=$1 copies=${CFG[resources.max_parallel_copies]} dump_pid
+	shift
 	rm -f "$WORK/copy.fifo"
 	mkfifo "$WORK/copy.fifo"
-	local copies=${CFG[resources.max_parallel_copies]}
-	spawn pg-snapshot-dump - "$WORK/copy.fifo" pg-snapshot-dump -d "$SRC" --snapshot "$SNAP_NAME" \
-		--position "$CONSISTENT_LSN" --slot "$SLOT" --publication "$PUB" --jobs "$copies" \
-		--frame-size "${CFG[resources.buffer_size_kb]}kB" --max-message-bytes "${CFG[resources.max_message_bytes]}" \
+	spawn pg-snapshot-dump - "$WORK/copy.fifo" pg-snapshot-dump -d "$SRC" --snapshot "$SNAP_NAME" "$@" \
+		--slot "$SLOT" --publication "$PUB" --jobs "$copies" \
+		--max-message-bytes "${CFG[resources.max_message_bytes]}" \
 		--progress-file "$STATE_DIR/snapshot.progress" \
 		--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME"
-	local dump_pid=$SPAWN_PID
+	dump_pid=$SPAWN_PID
 	spawn pg-apply "$WORK/copy.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
 		--jobs "$copies" --max-batch-bytes "${CFG[resources.max_batch_bytes]}" \
 		--max-message-bytes "${CFG[resources.max_message_bytes]}" \
 		--heartbeat-interval "${CFG[safety.heartbeat_interval]}" --connection-file "$STATE_DIR/connection" \
 		--log-level "$LOG_LEVEL_NAME"
 	supervise "$BS_DEADLINE" "pg-snapshot-dump:$dump_pid" "pg-apply:$SPAWN_PID"
-	[[ $SUP_RESULT == ok ]] || step_failed "copying tables"
+	[[ $SUP_RESULT == ok ]] || step_failed "$what"
+}
+
+copy_tables() {
+	record_estimates
+	BS_PHASE="copying tables"
+	copy_pipeline "copying tables" --position "$CONSISTENT_LSN" --frame-size "${CFG[resources.buffer_size_kb]}kB"
 	local row ndone total
 	row=$(sql tgt <<'SQL'
 SELECT count(*) FILTER (WHERE s.state = 'done'), count(*),

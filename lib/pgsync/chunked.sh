@@ -159,24 +159,9 @@ chunk_group() {
 		chunk_done_file "$WORK/chunks.done"
 		truncate_unfinished
 		BS_PHASE="copying chunk group $CH_GROUP"
-		rm -f "$WORK/copy.fifo"
-		mkfifo "$WORK/copy.fifo"
-		local copies=${CFG[resources.max_parallel_copies]}
-		spawn pg-snapshot-dump - "$WORK/copy.fifo" pg-snapshot-dump -d "$SRC" --chunked --snapshot "$SNAP_NAME" \
-			--position "$lsn" --done "$WORK/chunks.done" --slot "$SLOT" --publication "$PUB" --jobs "$copies" \
+		copy_pipeline "copying chunk group $CH_GROUP" --chunked --position "$lsn" --done "$WORK/chunks.done" \
 			--frame-size "${CFG[resources.chunk_bytes]}" --chunk-rows "${CFG[resources.chunk_rows]}" \
-			--group-seconds "${CFG[resources.chunk_group_seconds]}" \
-			--max-message-bytes "${CFG[resources.max_message_bytes]}" \
-			--progress-file "$STATE_DIR/snapshot.progress" \
-			--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME"
-		local dump_pid=$SPAWN_PID
-		spawn pg-apply "$WORK/copy.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
-			--jobs "$copies" --max-batch-bytes "${CFG[resources.max_batch_bytes]}" \
-			--max-message-bytes "${CFG[resources.max_message_bytes]}" \
-			--heartbeat-interval "${CFG[safety.heartbeat_interval]}" --connection-file "$STATE_DIR/connection" \
-			--log-level "$LOG_LEVEL_NAME"
-		supervise "$BS_DEADLINE" "pg-snapshot-dump:$dump_pid" "pg-apply:$SPAWN_PID"
-		[[ $SUP_RESULT == ok ]] || step_failed "copying chunk group $CH_GROUP"
+			--group-seconds "${CFG[resources.chunk_group_seconds]}"
 	fi
 	BS_PHASE="releasing the snapshot of chunk group $CH_GROUP"
 	release_snapshot
