@@ -250,11 +250,13 @@ fence_waits_on_lock() {
 	# keeps its transaction open holds that catalog row, so the fence stops
 	# after sw_app, in the middle of its statements.
 	mkfifo "$BATS_FILE_TMPDIR/holder"
-	psql -X -q -v ON_ERROR_STOP=1 -d "$src_URL" <"$BATS_FILE_TMPDIR/holder" >"$BATS_FILE_TMPDIR/holder.log" 2>&1 &
+	PGAPPNAME=sw_holder psql -X -q -v ON_ERROR_STOP=1 -d "$src_URL" <"$BATS_FILE_TMPDIR/holder" >"$BATS_FILE_TMPDIR/holder.log" 2>&1 &
 	local holder=$!
 	exec 7>"$BATS_FILE_TMPDIR/holder"
 	echo "BEGIN; ALTER ROLE sw_app2 IN DATABASE postgres SET default_transaction_read_only = off; SELECT 'held';" >&7
-	wait_until 30 test "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'")" = 1
+	# Only the holder's own session: under load a session of an earlier
+	# test (a slow verify, say) can still be idle in a transaction here.
+	wait_until 60 test "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'sw_holder'")" = 1
 
 	pgs_bg "$BATS_FILE_TMPDIR/sw.fence.log" sw switchover
 	wait_until 60 fence_waits_on_lock
