@@ -166,6 +166,29 @@ SQL
 	[ "$RUN_STATUS" -eq 0 ]
 }
 
+@test "a chunked copy of a partitioned table builds its unique indexes after the catch-up, names and owner with spaces too" {
+	# pg_restore -l names a partition's attached index by name and owner
+	# only: both have spaces here, and the attach must wait for its index.
+	psql_at src -c "CREATE ROLE \"bs pw owner\";
+		CREATE TABLE bs_pw (id int, day date, v int, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+		CREATE TABLE \"bs pw 1\" PARTITION OF bs_pw FOR VALUES FROM ('2026-01-01') TO ('2026-07-01');
+		CREATE TABLE \"bs pw 2\" PARTITION OF bs_pw FOR VALUES FROM ('2026-07-01') TO ('2027-01-01');
+		CREATE UNIQUE INDEX \"bs pw by v\" ON bs_pw (v, day);
+		ALTER TABLE bs_pw OWNER TO \"bs pw owner\";
+		ALTER TABLE \"bs pw 1\" OWNER TO \"bs pw owner\";
+		ALTER TABLE \"bs pw 2\" OWNER TO \"bs pw owner\";
+		INSERT INTO bs_pw SELECT g, date '2026-01-01' + g % 360, g FROM generate_series(1, 500) g;
+		CREATE PUBLICATION bs_pw_pub FOR TABLE bs_pw WITH (publish_via_partition_root = true)"
+	job_conf bs_pw bs_pw_slot bs_pw_pub public.bs_pw resources.snapshot_mode=chunked resources.chunk_rows=50 >/dev/null
+	run pgs bs_pw bootstrap
+	echo "$output"
+	[ "$status" -eq 0 ]
+	same_tables bs_pw "bs pw 1" "bs pw 2"
+	# The unique index of the root with one attached index a partition.
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_partition_tree('\"bs pw by v\"')")" = 3 ]
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relname LIKE 'bs pw _' AND i.indisunique AND NOT i.indisprimary")" = 2 ]
+}
+
 @test "a partitioned table whose indexes failed half built: the next bootstrap drops what was built and builds them all" {
 	psql_at src -c "CREATE FUNCTION public.bs_pp_lower(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower(\$1)';
 		CREATE TABLE bs_pp (id int PRIMARY KEY, name text) PARTITION BY RANGE (id);

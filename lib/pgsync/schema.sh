@@ -104,7 +104,9 @@ SQL
 # the other unique and exclusion constraints and unique indexes after it.
 # These, of the tables :'list' and their partitions, one a line as
 # pg_restore -l names them: "2606 OID" (a constraint), "1259 OID" (an
-# index), "ATTACH SCHEMA INDEX" (a partition's index attached to its parent's).
+# index), "ATTACH SCHEMA INDEX OWNER" (a partition's index attached to its
+# parent's: pg_restore -l names it by its name and owner only, either of
+# which may contain spaces, so the whole rest of its line is the key).
 read -r -d '' LATE_POST_SQL <<'SQL'
 WITH cfg AS (
   SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
@@ -126,7 +128,7 @@ WITH cfg AS (
 )
 SELECT CASE WHEN l.con IS NOT NULL THEN '2606 ' || l.con ELSE '1259 ' || l.idx END FROM late l
 UNION ALL
-SELECT 'ATTACH ' || n.nspname || ' ' || c.relname
+SELECT 'ATTACH ' || n.nspname || ' ' || c.relname || ' ' || pg_get_userbyid(c.relowner)
   FROM late l JOIN pg_class c ON c.oid = l.idx JOIN pg_namespace n ON n.oid = c.relnamespace;
 SQL
 
@@ -460,11 +462,11 @@ restore_post_data_of() {
 	if [[ $SCHEMA_TOOL == pg_dump ]]; then
 		"$PG_RESTORE" -l "$STATE_DIR/$name.dump" >"$STATE_DIR/$name.list" 2>"$WORK/psql.err" ||
 			bootstrap_fail $EX_RUNTIME "cannot list $STATE_DIR/$name.dump: $(sql_error)"
-		# Entries are "ID; CLASSOID OID TYPE ...", an attach "ID; 0 0 INDEX ATTACH SCHEMA NAME ...".
+		# Entries are "ID; CLASSOID OID TYPE ...", an attach "ID; 0 0 INDEX ATTACH SCHEMA NAME OWNER".
 		grep -Ev "$POSTDATA_SKIP" "$STATE_DIR/$name.list" >"$STATE_DIR/$name.postdata.list" || true
 		if [[ $phase != all ]]; then
 			awk -v phase="$phase" -v lf="$STATE_DIR/$name.late" 'FILENAME == lf { late[$0] = 1; next }
-				{ k = ($4 == "INDEX" && $5 == "ATTACH") ? "ATTACH " $6 " " $7 : $2 " " $3 }
+				{ k = ($4 == "INDEX" && $5 == "ATTACH") ? "ATTACH " substr($0, index($0, " INDEX ATTACH ") + 14) : $2 " " $3 }
 				(phase == "late") == (k in late)' "$STATE_DIR/$name.late" "$STATE_DIR/$name.postdata.list" \
 				>"$STATE_DIR/$name.postdata.$phase.list"
 			mv -f "$STATE_DIR/$name.postdata.$phase.list" "$STATE_DIR/$name.postdata.list"
