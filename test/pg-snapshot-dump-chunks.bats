@@ -272,6 +272,91 @@ end_group() {
 }
 
 # complete_chunks FILE: the chunk frames that FILE has whole.
+# parts_explain SQL: the plan of SQL on the source, one line.
+parts_explain() {
+	psql_at src -c "EXPLAIN (COSTS OFF) $1" | tr '\n' ' '
+}
+
+@test "partitioned tables in chunks: a root via publish_via_partition_root cut by its key over all its partitions, leaves cut each under its own name" {
+	# Two levels, one partition sub-partitioned by hash; the root's key holds
+	# the partition keys of both levels. p_root is published via its root,
+	# p_leaf by its leaves; p_none has no partition; p_uuid is cut by a
+	# sample of its root.
+	psql_at src <<'SQL' >/dev/null
+CREATE TABLE p_root (id bigint, k int, v text, PRIMARY KEY (id, k)) PARTITION BY RANGE (id);
+CREATE TABLE p_root_1 PARTITION OF p_root FOR VALUES FROM (MINVALUE) TO (10000);
+CREATE TABLE p_root_2 PARTITION OF p_root FOR VALUES FROM (10000) TO (MAXVALUE) PARTITION BY HASH (k);
+CREATE TABLE p_root_2a PARTITION OF p_root_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE p_root_2b PARTITION OF p_root_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO p_root SELECT g, g % 7, md5(g::text) FROM generate_series(1, 20000) g;
+CREATE TABLE p_leaf (LIKE p_root) PARTITION BY RANGE (id);
+ALTER TABLE p_leaf ADD PRIMARY KEY (id, k);
+CREATE TABLE p_leaf_1 PARTITION OF p_leaf FOR VALUES FROM (MINVALUE) TO (10000);
+CREATE TABLE p_leaf_2 PARTITION OF p_leaf FOR VALUES FROM (10000) TO (MAXVALUE) PARTITION BY HASH (k);
+CREATE TABLE p_leaf_2a PARTITION OF p_leaf_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE p_leaf_2b PARTITION OF p_leaf_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO p_leaf SELECT * FROM p_root;
+CREATE TABLE p_none (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+CREATE TABLE p_uuid (id uuid PRIMARY KEY, v int) PARTITION BY HASH (id);
+CREATE TABLE p_uuid_0 PARTITION OF p_uuid FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE p_uuid_1 PARTITION OF p_uuid FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO p_uuid SELECT md5(g::text)::uuid, g FROM generate_series(1, 12000) g;
+ANALYZE;
+CREATE PUBLICATION pub_proot FOR TABLE p_root, p_none, p_uuid WITH (publish_via_partition_root = true);
+CREATE PUBLICATION pub_pleaf FOR TABLE p_leaf;
+SQL
+	psql_at src -c "GRANT SELECT ON ALL TABLES IN SCHEMA public TO chunk_src" >/dev/null
+	psql_at tgt <<'SQL' >/dev/null
+CREATE TABLE p_root (id bigint, k int, v text) PARTITION BY RANGE (id);
+CREATE TABLE p_root_1 PARTITION OF p_root FOR VALUES FROM (MINVALUE) TO (10000);
+CREATE TABLE p_root_2 PARTITION OF p_root FOR VALUES FROM (10000) TO (MAXVALUE) PARTITION BY HASH (k);
+CREATE TABLE p_root_2a PARTITION OF p_root_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE p_root_2b PARTITION OF p_root_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+CREATE TABLE p_leaf (LIKE p_root) PARTITION BY RANGE (id);
+CREATE TABLE p_leaf_1 PARTITION OF p_leaf FOR VALUES FROM (MINVALUE) TO (10000);
+CREATE TABLE p_leaf_2 PARTITION OF p_leaf FOR VALUES FROM (10000) TO (MAXVALUE) PARTITION BY HASH (k);
+CREATE TABLE p_leaf_2a PARTITION OF p_leaf_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE p_leaf_2b PARTITION OF p_leaf_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+CREATE TABLE p_none (id int, v text) PARTITION BY RANGE (id);
+CREATE TABLE p_uuid (id uuid, v int) PARTITION BY HASH (id);
+CREATE TABLE p_uuid_0 PARTITION OF p_uuid FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE p_uuid_1 PARTITION OF p_uuid FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+SQL
+	group pub_proot --chunk-rows 2000 --jobs 2
+	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	group pub_pleaf --chunk-rows 2000 --jobs 2
+	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	for t in p_root p_leaf p_uuid p_none; do
+		[ "$(rows_of "$src_URL" $t)" = "$(rows_of "$tgt_URL" $t)" ]
+	done
+	# The roots published via the root: chunks under the root's name by its
+	# whole key; the leaves of the other under their own names, by theirs.
+	run psql_at tgt -c "SELECT table_name, count(*) > 1, bool_and(key_columns::text = CASE WHEN table_name = 'p_uuid' THEN '{id}' ELSE '{id,k}' END)
+		FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name LIKE 'p\_%' GROUP BY 1 ORDER BY 1"
+	echo "$output"
+	[ "$output" = "p_leaf_1|t|t
+p_leaf_2a|t|t
+p_leaf_2b|t|t
+p_none|f|
+p_root|t|t
+p_uuid|t|t" ]
+	for t in p_root p_uuid p_leaf_1 p_leaf_2a p_leaf_2b; do covers $t; done
+	# A root's range is read from the root (as pg-snapshot-dump reads it:
+	# the row comparison and its leading column's range) through the key
+	# index of each partition that can hold it, never by a scan of a whole
+	# partition; the others are pruned.
+	local plan
+	plan=$(parts_explain "SELECT id, k, v FROM p_root WHERE (ROW(id, k) > ROW('12000'::bigint, '2147483647'::integer)
+		AND ROW(id, k) <= ROW('13000'::bigint, '2147483647'::integer) AND id >= '12000'::bigint AND id <= '13000'::bigint) ORDER BY id, k")
+	echo "# $plan" >&3
+	[[ $plan == *"Index Scan on p_root_2a_pkey"* || $plan == *"Index Scan using p_root_2a_pkey"* ]]
+	[[ $plan == *"Index Scan on p_root_2b_pkey"* || $plan == *"Index Scan using p_root_2b_pkey"* ]]
+	[[ $plan != *"Seq Scan"* && $plan != *p_root_1_pkey* ]]
+	plan=$(parts_explain "SELECT min(id)::int8, max(id)::int8 FROM p_root WHERE ROW(id, k) > ROW('12000'::bigint, '2147483647'::integer) AND id >= '12000'::bigint")
+	echo "# $plan" >&3
+	[[ $plan != *"Seq Scan"* ]]
+}
+
 complete_chunks() {
 	grep -c '^ENDCOPY' "$1" || true
 }

@@ -269,7 +269,7 @@ chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied)
 					 "   AND CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END"
 					 "  CROSS JOIN LATERAL unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, n)"
 					 "  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum"
-					 " WHERE c.oid = $1::pg_catalog.oid AND c.relkind = 'r' AND k.n <= i.indnkeyatts"
+					 " WHERE c.oid = $1::pg_catalog.oid AND c.relkind IN ('r', 'p') AND k.n <= i.indnkeyatts"
 					 " ORDER BY k.n",
 					 1, params, 3, &err);
 	if (res == NULL)
@@ -464,6 +464,36 @@ chunkplan_order(const struct snap_key *k)
 	return buf_cstr(&b);
 }
 
+/*
+ * The range of the leading key column that (lo, hi] lies in, "k1 >= v AND
+ * k1 <= w", or NULL: implied by the row comparison of a composite key, but
+ * in a form partition pruning understands, so that a partitioned table's
+ * range reads only the partitions that can hold it.
+ */
+char *
+chunkplan_lead_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi)
+{
+	struct buf b = BUF_INIT;
+	char *const *v[2] = {lo, hi};
+
+	if (k->nkey < 2 || (lo == NULL && hi == NULL))
+		return NULL;
+	for (int i = 0; i < 2; i++)
+	{
+		char *lit;
+
+		if (v[i] == NULL)
+			continue;
+		lit = PQescapeLiteral(conn, v[i][0], strlen(v[i][0]));
+		if (lit == NULL)
+			log_fatal(EXIT_RUNTIME, "cannot quote a key bound: %s", PQerrorMessage(conn));
+		buf_printf(&b, "%s%s %s %s::%s", b.len ? " AND " : "", k->qcols[0], i ? "<=" : ">=", lit,
+				   k->typenames[0]);
+		PQfreemem(lit);
+	}
+	return buf_cstr(&b);
+}
+
 /* --- gaps and parts ----------------------------------------------------- */
 
 struct ranges {
@@ -497,7 +527,8 @@ leading_bound(const struct snap_key *k, const char *v)
 }
 
 /*
- * Values of column col that cut the rows of qname matching cond (NULL: all)
+ * Values of column col that cut the rows of qname (a table with ONLY, or a
+ * partitioned table: all its partitions) matching cond (NULL: all)
  * into about n parts, ascending, each the first value of a part: min/max
  * arithmetic for an integer column (exact, index-only), the percentiles of
  * a block sample for any other btree type (compared with its own order and
@@ -519,7 +550,7 @@ chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, c
 		int64_t lo, hi;
 		uint64_t span, step;
 
-		buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM ONLY %s%s%s", col, col, qname,
+		buf_printf(&sql, "SELECT min(%s)::int8, max(%s)::int8 FROM %s%s%s", col, col, qname,
 				   cond ? " WHERE " : "", cond ? cond : "");
 		res = conn_query(conn, buf_cstr(&sql), 0, NULL, 2, &err);
 		buf_free(&sql);
@@ -560,7 +591,7 @@ chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, c
 			buf_printf(&fr, "%s%.6f", i > 1 ? "," : "", (double) i / n);
 		buf_putc(&fr, '}');
 		buf_printf(&sql, "SELECT u.b::text FROM unnest((SELECT pg_catalog.percentile_disc('%s'::float8[])"
-				   " WITHIN GROUP (ORDER BY %s) FROM ONLY %s TABLESAMPLE SYSTEM (%.6f)%s%s))"
+				   " WITHIN GROUP (ORDER BY %s) FROM %s TABLESAMPLE SYSTEM (%.6f)%s%s))"
 				   " WITH ORDINALITY AS u(b, i) ORDER BY u.i",
 				   buf_cstr(&fr), col, qname, pct, cond ? " WHERE " : "", cond ? cond : "");
 		buf_free(&fr);

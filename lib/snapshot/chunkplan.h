@@ -52,15 +52,16 @@ int chunkdone_find(const struct done_set *ds, const char *schema, const char *na
 bool chunkdone_whole(const struct done_set *ds, const char *schema, const char *name);
 
 /*
- * The chunk key of relation oid (a plain table, not a partitioned one),
- * given its copied columns: NULL when it has none that pg-apply can order
+ * The chunk key of relation oid (a plain table, or a partitioned one: its
+ * key holds the partition key of every level), given its copied columns: NULL when it has none that pg-apply can order
  * (no replica identity index, a key column of another type, or not copied).
  */
 struct snap_key *chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied);
 void chunkplan_key_free(struct snap_key *k);
 
 /*
- * The ranges to read of table qname (its done chunks in ds): the gaps the
+ * The ranges to read of table qname ("ONLY s.t" for a plain table, "s.t"
+ * for a partitioned one: all its partitions) (its done chunks in ds): the gaps the
  * done chunks leave, each cut into about jobs parts. Returns an exit code
  * after logging (5 for done chunks that do not fit the table's key).
  */
@@ -69,7 +70,8 @@ int chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const c
 					 struct key_range **out, int *nout);
 void chunkplan_ranges_free(struct key_range *r, int n, int nkey);
 
-/* Values of column col (quoted) that cut the rows of qname matching cond
+/* Values of column col (quoted) that cut the rows of qname (as for
+ * chunkplan_ranges, with or without ONLY) matching cond
  * (NULL: all) into about n parts, ascending, each the first value of a
  * part: min/max arithmetic when integer, a block sample's percentiles
  * otherwise. Server text; none when there are no rows. An exit code. */
@@ -80,6 +82,9 @@ int chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool intege
 char *chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi);
 /* "k1, k2" for ORDER BY. */
 char *chunkplan_order(const struct snap_key *k);
+/* "k1 >= v AND k1 <= w" of a composite key's leading column, which the
+ * row comparison implies, for partition pruning; NULL when none. */
+char *chunkplan_lead_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi);
 /* Compare two key tuples of k (both bounded): <0, 0, >0. */
 int chunkplan_cmp(const struct snap_key *k, char *const *a, char *const *b);
 

@@ -416,7 +416,12 @@ static int
 key_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *nb)
 {
 	bool integer = l->keytype == INT2OID || l->keytype == INT4OID || l->keytype == INT8OID;
-	int rc = chunkplan_cuts(p->conn, l->qname, l->key, integer, NULL, n, l->est, bounds, nb);
+	char *rel = xmalloc(strlen(l->qname) + 6);
+	int rc;
+
+	sprintf(rel, "ONLY %s", l->qname);
+	rc = chunkplan_cuts(p->conn, rel, l->key, integer, NULL, n, l->est, bounds, nb);
+	free(rel);
 
 	for (int i = 0; i < *nb && !integer; i++)
 	{
@@ -519,19 +524,29 @@ plan_leaf(struct planner *p, const struct leaf *l)
  * Chunked copy: a table with a chunk key, above --chunk-rows or with
  * chunks done, is read as the key ranges still to copy, each in key order
  * so that the copy workers can cut it into chunks (lib/snapshot/chunkplan.c).
- * Others go to plan_leaf() and are copied in one piece. True when the leaf
- * was planned here (or failed: *rc).
+ * Others go to plan_leaf() and are copied in one piece. est is the table's
+ * estimate: for a partitioned table, its leaves' summed (a root's own
+ * reltuples is not that sum on every version). True when the table was
+ * planned here (or failed: *rc).
+ *
+ * A partitioned table in the plan is one whose changes the stream names by
+ * its root (publish_via_partition_root; else its leaves are in the plan,
+ * each a table of its own): it is cut as one, by the root's key, which
+ * holds the partition key of every level, and each range is read from the
+ * root, so that the chunks and the stream's changes carry the same name and
+ * one chunk holds a key whichever partition the row is in, or moves to.
  */
 static bool
-plan_chunked(struct planner *p, const struct leaf *l, int *rc)
+plan_chunked(struct planner *p, int table, double est, int *rc)
 {
-	struct snap_table *t = &p->plan->tables[l->table];
-	struct tinfo *ti = &p->ti[l->table];
+	struct snap_table *t = &p->plan->tables[table];
+	struct tinfo *ti = &p->ti[table];
 	const struct done_set *ds = p->o->done;
+	bool root = ti->relkind == 'p';
 	struct snap_key *k = NULL;
 	struct key_range *r = NULL;
 	bool has_done = false;
-	char *order;
+	char *order, *rel;
 	int nr = 0;
 
 	*rc = EXIT_DONE;
@@ -548,10 +563,9 @@ plan_chunked(struct planner *p, const struct leaf *l, int *rc)
 	}
 	/* Small tables are copied in one piece whatever their key: no key
 	 * lookup for them (a copy of many small tables would pay one each). */
-	if (!has_done && !(l->est > (double) p->o->chunk_rows))
+	if (!has_done && !(est > (double) p->o->chunk_rows))
 		return false;
-	if (ti->relkind == 'r')
-		k = chunkplan_key(p->conn, ti->oid, ti->names, t->ncols);
+	k = chunkplan_key(p->conn, ti->oid, ti->names, t->ncols);
 	if (k == NULL && has_done)
 	{
 		log_error("--done has chunks of %s.%s, which has no chunk key now (an int2, int4, int8 or uuid "
@@ -561,7 +575,12 @@ plan_chunked(struct planner *p, const struct leaf *l, int *rc)
 	}
 	if (k == NULL)
 		return false;
-	*rc = chunkplan_ranges(p->conn, t->schema, t->name, l->qname, k, ds, p->o->jobs, l->est, &r, &nr);
+	/* A plain table without its inheritance children; a root with all
+	 * its partitions, at every level. */
+	rel = xmalloc(strlen(ti->qname) + 6);
+	sprintf(rel, "%s%s", root ? "" : "ONLY ", ti->qname);
+	*rc = chunkplan_ranges(p->conn, t->schema, t->name, rel, k, ds, p->o->jobs, est, &r, &nr);
+	free(rel);
 	if (*rc != EXIT_DONE)
 	{
 		chunkplan_key_free(k);
@@ -572,12 +591,22 @@ plan_chunked(struct planner *p, const struct leaf *l, int *rc)
 	for (int i = 0; i < nr; i++)
 	{
 		char *cond = chunkplan_cond(p->conn, k, r[i].lo, r[i].hi);
-		struct snap_part *part = add_part(p, l->table, l->qname, true, cond,
-										  (l->est > 0 ? l->est : 0) / nr, order);
+		char *lead = root ? chunkplan_lead_cond(p->conn, k, r[i].lo, r[i].hi) : NULL;
+		struct snap_part *part;
 
+		if (lead)
+		{
+			char *both = xmalloc(strlen(cond) + strlen(lead) + 6);
+
+			sprintf(both, "%s AND %s", cond, lead);
+			free(cond);
+			cond = both;
+		}
+		part = add_part(p, table, ti->qname, !root, cond, (est > 0 ? est : 0) / nr, order);
 		part->lo = r[i].lo;
 		part->hi = r[i].hi;
 		free(cond);
+		free(lead);
 	}
 	free(order);
 	free(r);
@@ -600,35 +629,42 @@ static int
 plan_parts(struct planner *p)
 {
 	struct leaf *lv = NULL;
-	int nl = 0, rc;
+	int nl = 0, i = 0, rc;
 
 	if ((rc = load_leaves(p, &lv, &nl)) != EXIT_DONE)
 		return rc;
-	for (int t = 0; t < p->plan->ntables; t++)
-		p->plan->tables[t].rows_estimate = 0;
-	for (int i = 0; i < nl && rc == EXIT_DONE; i++)
-	{
-		struct snap_table *t = &p->plan->tables[lv[i].table];
-
-		if (lv[i].est < 0 || t->rows_estimate < 0)
-			t->rows_estimate = -1;
-		else
-			t->rows_estimate += lv[i].est;
-		if (!p->o->chunked || !plan_chunked(p, &lv[i], &rc))
-			rc = plan_leaf(p, &lv[i]);
-	}
+	/* The leaves come by table (a plain table is its own only leaf). */
 	for (int t = 0; t < p->plan->ntables && rc == EXIT_DONE; t++)
-		if (p->plan->tables[t].nparts == 0 && p->plan->tables[t].key == NULL && !p->plan->tables[t].whole_done)
+	{
+		struct snap_table *st = &p->plan->tables[t];
+		int first = i;
+		double est = 0;
+
+		st->rows_estimate = 0;
+		for (; i < nl && lv[i].table == t; i++)
+		{
+			if (lv[i].est < 0 || st->rows_estimate < 0)
+				st->rows_estimate = -1;
+			else
+				st->rows_estimate += lv[i].est;
+			est += lv[i].est > 0 ? lv[i].est : 0;
+		}
+		if (p->o->chunked && plan_chunked(p, t, est, &rc))
+			continue;
+		for (int j = first; j < i && rc == EXIT_DONE; j++)
+			rc = plan_leaf(p, &lv[j]);
+		if (rc == EXIT_DONE && first == i)
 		{
 			/* A partitioned table without partitions: still one (empty)
 			 * read, so that it is copied and reported like any other. */
 			add_part(p, t, p->ti[t].qname, p->ti[t].relkind != 'p', NULL, 0, NULL);
 		}
-	for (int i = 0; i < nl; i++)
+	}
+	for (int j = 0; j < nl; j++)
 	{
-		free(lv[i].qname);
-		free(lv[i].key);
-		free(lv[i].keytypename);
+		free(lv[j].qname);
+		free(lv[j].key);
+		free(lv[j].keytypename);
 	}
 	free(lv);
 	if (rc == EXIT_DONE && p->plan->nparts > 1)
