@@ -362,6 +362,58 @@ toast_move() {
 	same_tables Events heap late
 }
 
+# part_changes TABLE STEP: the source's changes to TABLE between groups.
+part_changes() {
+	case $2 in
+	1) psql_at src -c "UPDATE $1 SET id = id + 1000 WHERE id IN (10, 120); UPDATE $1 SET id = id - 200 WHERE id = 280;
+		UPDATE $1 SET k = k + 1 WHERE id IN (130, 230); DELETE FROM $1 WHERE id IN (20, 260)" ;;
+	2) psql_at src -c "UPDATE $1 SET id = id + 2000 WHERE id IN (30, 170); TRUNCATE $1;
+		INSERT INTO $1 SELECT g, g % 7, 'new' FROM generate_series(1, 400, 3) g; UPDATE $1 SET id = id + 500 WHERE id = 4" ;;
+	3) psql_at src -c "UPDATE $1 SET k = k + 1 WHERE id = 100; UPDATE $1 SET id = id - 90 WHERE id = 298;
+		INSERT INTO $1 VALUES (5000, 1, 'last')" ;;
+	esac >/dev/null
+}
+
+@test "partitioned tables: a root's chunks when its changes come under the root, the leaves' when they come under the leaves; rows moving between partitions and chunks and a TRUNCATE between groups arrive exactly once" {
+	local t
+	for t in pv pl; do
+		both "CREATE TABLE $t (id int, k int, v text, PRIMARY KEY (id, k)) PARTITION BY RANGE (id);
+			CREATE TABLE ${t}_1 PARTITION OF $t FOR VALUES FROM (MINVALUE) TO (100);
+			CREATE TABLE ${t}_2 PARTITION OF $t FOR VALUES FROM (100) TO (MAXVALUE) PARTITION BY HASH (k);
+			CREATE TABLE ${t}_2a PARTITION OF ${t}_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+			CREATE TABLE ${t}_2b PARTITION OF ${t}_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1)"
+		psql_at src -c "INSERT INTO $t SELECT g, g % 7, 'p' || g FROM generate_series(1, 300) g" >/dev/null
+	done
+	psql_at src -c "CREATE PUBLICATION cf_pub_pv FOR TABLE pv WITH (publish_via_partition_root = true);
+		CREATE PUBLICATION cf_pub_pl FOR TABLE pl" >/dev/null
+	job_start cf_parts cf_pub_pv,cf_pub_pl
+	# pv is cut by its root's key over all its partitions, under its name;
+	# pl's leaves each by its own key, under theirs.
+	group_start
+	chunk public.pv id,k - 150,2147483647
+	chunk public.pl_1 id,k - -
+	chunk public.pl_2a id,k - 200,2147483647
+	group_end
+	part_changes pv 1
+	part_changes pl 1
+	group_start
+	chunk public.pv id,k 150,2147483647 250,2147483647
+	chunk public.pl_2b id,k - -
+	group_end
+	part_changes pv 2
+	part_changes pl 2
+	group_start
+	chunk public.pv id,k 250,2147483647 -
+	chunk public.pl_2a id,k 200,2147483647 -
+	group_end
+	part_changes pv 3
+	part_changes pl 3
+	catch_up
+	[ "$CATCHUP_STATUS" -eq 0 ] || { echo "$CATCHUP_ERR"; false; }
+	filtered
+	same_tables pv pl pv_1 pv_2a pv_2b pl_1 pl_2a pl_2b
+}
+
 @test "the target session lost in the middle of the catch-up: pg-apply reads the chunks again and applies the rest exactly once" {
 	both 'CREATE TABLE public."Bills" ("Id" int PRIMARY KEY, v text)'
 	psql_at src -c 'INSERT INTO "Bills" SELECT g, $$b$$ FROM generate_series(2, 400, 2) g' >/dev/null
