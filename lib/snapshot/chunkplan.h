@@ -52,17 +52,18 @@ int chunkdone_find(const struct done_set *ds, const char *schema, const char *na
 bool chunkdone_whole(const struct done_set *ds, const char *schema, const char *name);
 
 /*
- * The chunk key of relation oid (a plain table, or a partitioned one: its
- * key holds the partition key of every level), given its copied columns: NULL when it has none that pg-apply can order
- * (no replica identity index, a key column of another type, or not copied).
+ * The chunk key of relation oid (a plain table, or a partitioned one, whose
+ * key holds the partition key of every level), given its copied columns:
+ * NULL when it has none that pg-apply can order (no replica identity index,
+ * a key column of another type, or not copied).
  */
 struct snap_key *chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied);
 void chunkplan_key_free(struct snap_key *k);
 
 /*
  * The ranges to read of table qname ("ONLY s.t" for a plain table, "s.t"
- * for a partitioned one: all its partitions) (its done chunks in ds): the gaps the
- * done chunks leave, each cut into about jobs parts. Returns an exit code
+ * for a partitioned one: all its partitions), its done chunks in ds: the
+ * gaps the done chunks leave, each cut into about jobs parts. Returns an exit code
  * after logging (5 for done chunks that do not fit the table's key).
  */
 int chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char *qname,
