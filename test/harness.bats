@@ -67,7 +67,8 @@ procs_under() {
 	local ida idb
 	ida=$(psql_at a -c 'SELECT system_identifier FROM pg_control_system()')
 	idb=$(psql_at b -c 'SELECT system_identifier FROM pg_control_system()')
-	[ -n "$ida" ] && [ "$ida" != "$idb" ]
+	[ -n "$ida" ]
+	[ "$ida" != "$idb" ]
 	psql_at a -c "CREATE TABLE only_on_a (id int)"
 	run psql_at b -c "SELECT to_regclass('only_on_a') IS NULL"
 	[ "$output" = t ]

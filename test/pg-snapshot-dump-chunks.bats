@@ -95,7 +95,8 @@ CREATE TABLE c_empty (id int);
 CREATE TABLE c_single (id int, v text);
 SQL
 	group pub_mix --chunk-rows 3000 --jobs 3
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	for t in c_int c_comp c_uuid c_text c_empty c_single; do
 		[ "$(rows_of "$src_URL" $t)" = "$(rows_of "$tgt_URL" $t)" ]
 	done
@@ -113,7 +114,8 @@ SQL
 	[ "$(psql_at tgt -c "SELECT coalesce(applied_lsn::text, 'none') FROM pgsync.job WHERE job = 'chunkjob'")" = none ]
 	# nothing is left: a second group copies nothing, only says so
 	group pub_mix --chunk-rows 3000 --jobs 3
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	[ "$(psql_at tgt -c "SELECT count(DISTINCT lsn) FROM pgsync.table_chunk")" = 1 ]
 	[ "$(rows_of "$src_URL" c_int)" = "$(rows_of "$tgt_URL" c_int)" ]
 }
@@ -178,7 +180,8 @@ SQL
 	group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
 	local l1=$LI
 	wait "$grower"
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	grep -q "the group's 1 s are up" "$BATS_TEST_TMPDIR/dump.err"
 	[ "$(psql_at tgt -c "SELECT state FROM pgsync.table_sync WHERE table_name = 'g_big'")" = copying ]
 	local first
@@ -194,11 +197,13 @@ SQL
 	xmin_of chunk_src "$BATS_TEST_TMPDIR/xmin2"
 	group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
 	local l2=$LI n=2
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	while [ "$(psql_at tgt -c "SELECT state FROM pgsync.table_sync WHERE table_name = 'g_big'")" != done ]; do
 		((n++ < 20))
 		group pub_g --chunk-rows 5000 --jobs 2 --frame-size 64kB --group-seconds 1
-		[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+		[ "$DUMP_RC" = 0 ]
+		[ "$APPLY_RC" = 0 ]
 	done
 	# positions grow from group to group
 	[ "$(psql_at tgt -c "SELECT '$l1'::pg_lsn < '$l2'::pg_lsn AND '$l2'::pg_lsn <= '$LI'::pg_lsn")" = t ]
@@ -247,7 +252,8 @@ resume_and_check() {
 	done_rows=$(psql_at tgt -c "SELECT coalesce(sum(rows), 0) FROM pgsync.table_chunk WHERE job = 'chunkjob' AND table_name = '$1'")
 	((done_rows > 0))
 	group "$2" --chunk-rows 2000 --jobs 2
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	[ "$(rows_of "$src_URL" "$1")" = "$(rows_of "$tgt_URL" "$1")" ]
 	covers "$1"
 	wait_until 60 sql_is tgt "$(($(psql_at src -c "SELECT count(*) FROM $1") - done_rows))" \
@@ -323,9 +329,11 @@ CREATE TABLE p_uuid_0 PARTITION OF p_uuid FOR VALUES WITH (MODULUS 2, REMAINDER 
 CREATE TABLE p_uuid_1 PARTITION OF p_uuid FOR VALUES WITH (MODULUS 2, REMAINDER 1);
 SQL
 	group pub_proot --chunk-rows 2000 --jobs 2
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	group pub_pleaf --chunk-rows 2000 --jobs 2
-	[ "$DUMP_RC" = 0 ] && [ "$APPLY_RC" = 0 ]
+	[ "$DUMP_RC" = 0 ]
+	[ "$APPLY_RC" = 0 ]
 	for t in p_root p_leaf p_uuid p_none; do
 		[ "$(rows_of "$src_URL" $t)" = "$(rows_of "$tgt_URL" $t)" ]
 	done
@@ -355,6 +363,17 @@ p_uuid|t|t" ]
 	plan=$(parts_explain "SELECT min(id)::int8, max(id)::int8 FROM p_root WHERE ROW(id, k) > ROW('12000'::bigint, '2147483647'::integer) AND id >= '12000'::bigint")
 	echo "# $plan" >&3
 	[[ $plan != *"Seq Scan"* ]]
+	# p_leaf's publication now publishes via its root: its leaves' chunks
+	# hold the same rows as the root would be cut into, so the copy refuses
+	# to continue rather than copy them twice.
+	psql_at src -c "CREATE PUBLICATION pub_pleaf_root FOR TABLE p_leaf WITH (publish_via_partition_root = true)" >/dev/null
+	local before
+	before=$(rows_of "$tgt_URL" p_leaf)
+	group pub_pleaf_root --chunk-rows 2000
+	grep "publish_via_partition_root changed" "$BATS_TEST_TMPDIR/dump.err"
+	[ "$DUMP_RC" = 5 ]
+	[[ $(<"$BATS_TEST_TMPDIR/dump.err") == *"--done has chunks of public.p_leaf_1, a partition or partitioned table whose rows this copy copies under another name"* ]]
+	[ "$(rows_of "$tgt_URL" p_leaf)" = "$before" ]
 }
 
 complete_chunks() {
@@ -419,21 +438,33 @@ complete_chunks() {
 		CREATE PUBLICATION pub_bad FOR TABLE bad_t" >/dev/null
 	local t=$BATS_TEST_TMPDIR
 	run pg-snapshot-dump -d "$SRC_URL" --own-snapshot --publication pub_bad --chunk-rows 10
-	[ "$status" = 2 ] && [[ $output == *"--done, --chunk-rows and --group-seconds are for --chunked"* ]]
+	[ "$status" = 2 ]
+	[[ $output == *"--done, --chunk-rows and --group-seconds are for --chunked"* ]]
 	run pg-snapshot-dump -d "$SRC_URL" --own-snapshot --publication pub_bad --chunked
-	[ "$status" = 2 ] && [[ $output == *"--chunked needs --snapshot and --position from a slot"* ]]
+	[ "$status" = 2 ]
+	[[ $output == *"--chunked needs --snapshot and --position from a slot"* ]]
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --group-seconds -1
-	[ "$status" = 2 ] && [[ $output == *'invalid --group-seconds "-1"'* ]]
+	[ "$status" = 2 ]
+	[[ $output == *'invalid --group-seconds "-1"'* ]]
 	printf 'public\tbad_t\t1\tid\t5\n' >"$t/short"
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --done "$t/short"
-	[ "$status" = 2 ] && [[ $output == *'--done file "'*'" line 1: expected schema, table'* ]] && [ "${#lines[@]}" = 1 ]
+	[ "$status" = 2 ]
+	[[ $output == *'--done file "'*'" line 1: expected schema, table'* ]]
+	[ "${#lines[@]}" = 1 ]
 	printf 'public\tbad_t\t1\tid\t\\N\t5\npublic\tbad_t\t1\tid\t3\t9\n' >"$t/overlap"
 	start_group
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/overlap" -q
-	[ "$status" = 5 ] && [[ $output == *"--done has overlapping chunks of public.bad_t"* ]]
+	[ "$status" = 5 ]
+	[[ $output == *"--done has overlapping chunks of public.bad_t"* ]]
+	# A chunk unbounded above, and one inside it.
+	printf 'public\tbad_t\t1\tid\t10\t\\N\npublic\tbad_t\t1\tid\t20\t30\n' >"$t/overlap2"
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/overlap2" -q
+	[ "$status" = 5 ]
+	[[ $output == *"--done has overlapping chunks of public.bad_t"* ]]
 	printf 'public\tbad_t\t1\tother\t\\N\t5\n' >"$t/otherkey"
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/otherkey" -q
-	[ "$status" = 5 ] && [[ $output == *"--done has a chunk of public.bad_t by (other) that does not fit its chunk key (id)"* ]]
+	[ "$status" = 5 ]
+	[[ $output == *"--done has a chunk of public.bad_t by (other) that does not fit its chunk key (id)"* ]]
 	printf 'public\tbad_t\t1\tid\t\\N\tnot-a-number\n' >"$t/badvalue"
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/badvalue" -q
 	[ "$status" = 5 ]

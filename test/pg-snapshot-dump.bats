@@ -177,7 +177,10 @@ records() {
 	local sysid pos
 	sysid=$(psql_at src -c "SELECT system_identifier FROM pg_control_system()")
 	IFS=$'\t' read -r -a h <"$out"
-	[ "${h[0]}" = PGCS ] && [ "${h[1]}" = 1 ] && [ "${h[2]}" = "$sysid" ] && [ "${h[3]}" = 1 ]
+	[ "${h[0]}" = PGCS ]
+	[ "${h[1]}" = 1 ]
+	[ "${h[2]}" = "$sysid" ]
+	[ "${h[3]}" = 1 ]
 	[ "${h[4]}" = - ]
 	pos=${h[5]}
 	[ "${h[6]}" = producer=pg-snapshot-dump/0.1.0 ]

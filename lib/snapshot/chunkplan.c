@@ -722,12 +722,13 @@ chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char 
 	/* The gaps: what lies between the done chunks, from unbounded below to
 	 * unbounded above. Done chunks never overlap; if they do, the target
 	 * has rows twice. */
-	for (int i = 0; i < n && open_end; i++)
+	for (int i = 0; i < n; i++)
 	{
 		const struct done_chunk *c = mine[i];
 		int d = cmp_lo(k, cur, c->lo);
 
-		if (i > 0 && d > 0)
+		/* After a chunk unbounded above, any chunk overlaps it. */
+		if (!open_end || (i > 0 && d > 0))
 		{
 			log_error("--done has overlapping chunks of %s.%s: the target holds some rows twice; "
 					  "copy the table again from scratch", schema, name);

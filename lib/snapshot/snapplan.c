@@ -672,6 +672,60 @@ plan_parts(struct planner *p)
 	return rc;
 }
 
+/*
+ * A table of --done outside this plan that is a partition or an ancestor of
+ * a table in it was copied under the other name of the same rows: a
+ * publication's publish_via_partition_root changed between two attempts.
+ * Continuing would copy those rows again under the new name, so they would
+ * be on the target twice: refuse (exit 5) and let the copy start over.
+ * (Tables of --done that are simply not in the plan are left alone.)
+ */
+static int
+done_renamed(struct planner *p)
+{
+	const struct done_set *ds = p->o->done;
+	char *oids = NULL;
+	int rc = EXIT_DONE;
+
+	for (int i = 0; i < ds->n && rc == EXIT_DONE; i++)
+	{
+		const struct done_chunk *c = &ds->c[i];
+		const char *params[3] = {c->schema, c->name, NULL};
+		bool planned = false;
+		struct pgerr err;
+		PGresult *res;
+
+		if (i > 0 && strcmp(c->schema, ds->c[i - 1].schema) == 0 && strcmp(c->name, ds->c[i - 1].name) == 0)
+			continue;
+		for (int t = 0; t < p->plan->ntables && !planned; t++)
+			planned = strcmp(p->plan->tables[t].schema, c->schema) == 0 &&
+				strcmp(p->plan->tables[t].name, c->name) == 0;
+		if (planned)
+			continue;
+		if (oids == NULL)
+			oids = oid_array(p);
+		params[2] = oids;
+		res = conn_query_one(p->conn,
+							 "WITH d AS (SELECT pg_catalog.to_regclass(pg_catalog.format('%I.%I', $1::text, $2::text)) AS rel)"
+							 " SELECT pg_catalog.count(*) FROM d, pg_catalog.unnest($3::pg_catalog.oid[]) AS t(oid)"
+							 "  WHERE t.oid <> d.rel AND (d.rel IN (SELECT relid FROM pg_catalog.pg_partition_ancestors(t.oid))"
+							 "     OR t.oid IN (SELECT relid FROM pg_catalog.pg_partition_ancestors(d.rel)))",
+							 3, params, 1, &err);
+		if (res == NULL)
+			rc = pub_query_failed("relate the tables of --done to the partitioned tables copied", &err);
+		else if (strcmp(PQgetvalue(res, 0, 0), "0") != 0)
+		{
+			log_error("--done has chunks of %s.%s, a partition or partitioned table whose rows this copy "
+					  "copies under another name (a publication's publish_via_partition_root changed): "
+					  "copy the tables again from scratch", c->schema, c->name);
+			rc = EXIT_UNSUPPORTED;
+		}
+		PQclear(res);
+	}
+	free(oids);
+	return rc;
+}
+
 int
 snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *plan)
 {
@@ -693,6 +747,8 @@ snapplan_build(PGconn *conn, const struct snapplan_opts *o, struct snap_plan *pl
 	rc = o->npubs ? tables_from_publications(&p) : tables_from_args(&p);
 	if (rc == EXIT_DONE && plan->ntables > 0)
 		rc = load_columns(&p);
+	if (rc == EXIT_DONE && o->chunked && o->done && plan->ntables > 0)
+		rc = done_renamed(&p);
 	if (rc == EXIT_DONE && plan->ntables > 0)
 		rc = plan_parts(&p);
 	for (int i = 0; i < plan->ntables; i++)
