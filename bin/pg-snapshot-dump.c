@@ -33,7 +33,8 @@ static const char synopsis[] =
 	"                        (--publication NAME[,NAME...] | --table SCHEMA.TABLE...) [--jobs N]\n"
 	"                        [--split-rows N] [--split-by auto|key|ctid] [--frame-size SIZE]\n"
 	"                        [--max-message-bytes SIZE] [--timeout DURATION]\n"
-	"                        [--chunked [--done FILE] [--chunk-rows N] [--group-seconds N]]\n"
+	"                        [--chunked [--done FILE] [--key-collations FILE] [--chunk-rows N]\n"
+	"                        [--group-seconds N]]\n"
 	"                        [--progress-file FILE] [--connection-file FILE]\n"
 	"                        [-z|--zstd[=LEVEL]] [--json] [-q] [--log-level LEVEL]\n"
 	"       pg-snapshot-dump -d SOURCE --publication NAME[,NAME...] --list-tables\n";
@@ -65,11 +66,16 @@ static const char options_help[] =
 	"      --max-message-bytes=SIZE  longest row (1kB-1GB, default 32MB): a frame grows for one row\n"
 	"                              larger than --frame-size, one such frame at a time\n"
 	"      --timeout=DURATION      abort the copy after DURATION (default: no limit)\n"
-	"      --chunked               write a chunk section (CHUNKS): tables with an int or uuid\n"
-	"                              replica identity key above --chunk-rows rows in key chunks,\n"
+	"      --chunked               write a chunk section (CHUNKS): tables with a replica\n"
+	"                              identity key of int, uuid, numeric, date, time, timestamp,\n"
+	"                              bool, oid or bytea columns (and text, varchar or bpchar\n"
+	"                              ones --key-collations allows) above --chunk-rows rows in\n"
+	"                              key chunks,\n"
 	"                              each recorded on the target with its rows; the others whole\n"
 	"      --done=FILE             chunks already copied, one a line as CHUNK records without\n"
 	"                              the record name: only the key ranges between them are copied\n"
+	"      --key-collations=FILE   the target's collations that order text key columns as the\n"
+	"                              source does (pgsync writes it): only those are cut by key\n"
 	"      --chunk-rows=N          rows of a chunk at most, and the tables cut by key: those\n"
 	"                              estimated above N rows (default 100000)\n"
 	"      --group-seconds=N       start no chunk after N seconds, end the section there\n"
@@ -115,6 +121,7 @@ struct opts {
 	bool json;
 	bool chunked;
 	const char *done_file;
+	const char *keycoll_file;
 	uint64_t chunk_rows;
 	long group_seconds;
 	bool chunk_opt;				/* --done, --chunk-rows or --group-seconds given */
@@ -127,7 +134,7 @@ parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SNAPSHOT = 256, OPT_POSITION, OPT_SLOT, OPT_OWN, OPT_SPLIT, OPT_SPLIT_BY, OPT_FRAME,
 		   OPT_MSG_BYTES, OPT_TIMEOUT, OPT_PROGRESS, OPT_CONNFILE, OPT_LIST,
-		   OPT_CHUNKED, OPT_DONE, OPT_CHUNK_ROWS, OPT_GROUP_SECONDS };
+		   OPT_CHUNKED, OPT_DONE, OPT_KEY_COLLATIONS, OPT_CHUNK_ROWS, OPT_GROUP_SECONDS };
 	static const struct option longopts[] = {
 		CLI_DBNAME_LONGOPT,
 		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
@@ -145,6 +152,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"chunked", no_argument, NULL, OPT_CHUNKED},
 		{"done", required_argument, NULL, OPT_DONE},
+		{"key-collations", required_argument, NULL, OPT_KEY_COLLATIONS},
 		{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS},
 		{"group-seconds", required_argument, NULL, OPT_GROUP_SECONDS},
 		{"progress-file", required_argument, NULL, OPT_PROGRESS},
@@ -214,6 +222,10 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->done_file = optarg;
 				o->chunk_opt = true;
 				break;
+			case OPT_KEY_COLLATIONS:
+				o->keycoll_file = optarg;
+				o->chunk_opt = true;
+				break;
 			case OPT_CHUNK_ROWS:
 				if (!parse_u64(optarg, &o->chunk_rows) || o->chunk_rows == 0)
 					usage_error("invalid --chunk-rows \"%s\": expected a positive number of rows", optarg);
@@ -248,7 +260,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	if (o->own_snapshot && (o->have_position || o->slot))
 		usage_error("--position and --slot describe an imported snapshot: not with --own-snapshot");
 	if (o->chunk_opt && !o->chunked)
-		usage_error("--done, --chunk-rows and --group-seconds are for --chunked");
+		usage_error("--done, --key-collations, --chunk-rows and --group-seconds are for --chunked");
 	/* Chunks are filtered against the stream by their position: it must
 	 * be exact, a slot's. */
 	if (o->chunked && o->own_snapshot)
@@ -613,6 +625,7 @@ main(int argc, char **argv)
 	PGconn *conn;
 	char *snapshot_name = NULL;
 	struct done_set done = {0};
+	struct key_colls kc = {0};
 	int rc, version, section_tables = 0;
 
 	log_init(argv[0]);
@@ -628,6 +641,13 @@ main(int argc, char **argv)
 
 		if (!chunkdone_read(o.done_file, &done, derr, sizeof(derr)))
 			log_fatal(EXIT_USAGE, "%s", derr);
+	}
+	if (o.keycoll_file)
+	{
+		char kerr[700];
+
+		if (!keycolls_read(o.keycoll_file, &kc, kerr, sizeof(kerr)))
+			log_fatal(EXIT_USAGE, "%s", kerr);
 	}
 	sig_setup();
 	report_connection(&o, SRC_DISCONNECTED, true);
@@ -652,6 +672,7 @@ main(int argc, char **argv)
 	po.chunked = o.chunked;
 	po.chunk_rows = o.chunk_rows;
 	po.done = o.done_file ? &done : NULL;
+	po.keycolls = &kc;
 	if ((rc = snapplan_build(conn, &po, &plan)) != EXIT_DONE)
 		exit(rc);
 	for (int i = 0; i < plan.ntables; i++)

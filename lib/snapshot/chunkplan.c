@@ -6,6 +6,10 @@
  * by the largest value of each further column type, so that (v, MAX, ...)
  * ends a part exactly after every key whose leading column is v. Bounds
  * need not be keys that exist; pg-apply compares with them all the same.
+ * A key the server orders (a column of another type keyorder.h lists) has
+ * no such largest values: its part bounds are whole key tuples of a block
+ * sample, read in the source's order, and its done chunks are sorted and
+ * checked by the source too, never by C comparisons.
  */
 #include "chunkplan.h"
 #include "buf.h"
@@ -28,8 +32,10 @@
 #define INT8OID 20
 #define UUIDOID 2950
 #define MAX_KEY_COLS CHUNK_MAX_KEY
-/* Rows sampled to place the part bounds of a uuid key. */
+/* Rows sampled to place the part bounds of a key that is not an integer:
+ * the percentage of a table estimated at est rows. */
 #define SAMPLE_ROWS 30000.0
+#define SAMPLE_PCT(est) ((est) > 0 && 100.0 * SAMPLE_ROWS / (est) < 100.0 ? 100.0 * SAMPLE_ROWS / (est) : 100.0)
 
 static const char *
 type_max(unsigned type)
@@ -43,37 +49,6 @@ type_max(unsigned type)
 	}
 }
 
-/* --- the done file ------------------------------------------------------ */
-
-/* The n values decoded, or NULL when all are \N (an unbounded side). */
-static char **
-take_values(struct field *f, int n, struct buf *tmp, bool *ok)
-{
-	char **v = xcalloc((size_t) n + 1, sizeof(char *));
-	int nulls = 0;
-
-	for (int i = 0; i < n; i++)
-	{
-		bool is_null;
-
-		buf_reset(tmp);
-		if (!copy_unescape(f[i].p, f[i].n, tmp, &is_null))
-			*ok = false;
-		else if (is_null)
-			nulls++;
-		else
-			v[i] = xstrdup(buf_cstr(tmp));
-	}
-	if (nulls == n)
-	{
-		for (int i = 0; i < n; i++)
-			free(v[i]);
-		free(v);
-		return NULL;
-	}
-	return v;
-}
-
 void
 chunkplan_values_free(char **v, int n)
 {
@@ -84,172 +59,19 @@ chunkplan_values_free(char **v, int n)
 	free(v);
 }
 
-static int
-cmp_names(const char *s1, const char *n1, const char *s2, const char *n2)
-{
-	int c = strcmp(s1, s2);
-
-	return c ? c : strcmp(n1, n2);
-}
-
-static int
-cmp_table(const void *a, const void *b)
-{
-	const struct done_chunk *x = a, *y = b;
-
-	return cmp_names(x->schema, x->name, y->schema, y->name);
-}
-
-bool
-chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	struct field fields[4 + 3 * MAX_KEY_COLS + 1];
-	struct buf tmp = BUF_INIT;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	unsigned long lineno = 0;
-	int cap_c = 0;
-
-	memset(ds, 0, sizeof(*ds));
-	if (f == NULL)
-	{
-		snprintf(err, errlen, "cannot open --done file \"%s\": %s", path, strerror(errno));
-		return false;
-	}
-	while ((len = getline(&line, &cap, f)) >= 0)
-	{
-		struct done_chunk *c;
-		int nkey;
-		size_t nf;
-		bool ok = true;
-
-		lineno++;
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len == 0)
-			continue;
-		nf = rec_split(line, (size_t) len, fields, sizeof(fields) / sizeof(fields[0]) - 1);
-		/* The layout and the bound rule are the CHUNK record's (streamread). */
-		nkey = nf < 3 ? SR_CHUNK_LAYOUT : sr_chunk_fields(&fields[2], nf - 2, true);
-		if (nkey == SR_CHUNK_LAYOUT)
-		{
-			snprintf(err, errlen, "--done file \"%s\" line %lu: expected schema, table, a key column count, "
-					 "the key columns, the lo and the hi values", path, lineno);
-			goto fail;
-		}
-		if (ds->n == cap_c)
-		{
-			cap_c = cap_c ? cap_c * 2 : 64;
-			ds->c = xrealloc(ds->c, sizeof(*ds->c) * (size_t) cap_c);
-		}
-		c = &ds->c[ds->n++];
-		memset(c, 0, sizeof(*c));
-		c->nkey = nkey;
-		if (nkey == SR_CHUNK_VALUES)
-			ok = false;
-		{
-			char **names = take_values(fields, 2, &tmp, &ok);
-
-			if (names == NULL || names[0] == NULL || names[1] == NULL)
-				ok = false;
-			else
-			{
-				c->schema = names[0];
-				c->name = names[1];
-			}
-			free(names);
-		}
-		if (ok && nkey > 0)
-		{
-			c->cols = take_values(&fields[3], (int) nkey, &tmp, &ok);
-			c->lo = take_values(&fields[3 + nkey], (int) nkey, &tmp, &ok);
-			c->hi = take_values(&fields[3 + 2 * nkey], (int) nkey, &tmp, &ok);
-			if (c->cols == NULL)
-				ok = false;
-		}
-		if (!ok)
-		{
-			snprintf(err, errlen, "--done file \"%s\" line %lu: a malformed value, a NULL name, or a bound "
-					 "with some but not all values \\N", path, lineno);
-			goto fail;
-		}
-	}
-	if (ferror(f))
-	{
-		snprintf(err, errlen, "cannot read --done file \"%s\": %s", path, strerror(errno));
-		goto fail;
-	}
-	/* By table: each table finds its chunks by binary search. */
-	if (ds->n > 1)
-		qsort(ds->c, (size_t) ds->n, sizeof(*ds->c), cmp_table);
-	fclose(f);
-	free(line);
-	buf_free(&tmp);
-	return true;
-fail:
-	fclose(f);
-	free(line);
-	buf_free(&tmp);
-	chunkdone_free(ds);
-	return false;
-}
-
-void
-chunkdone_free(struct done_set *ds)
-{
-	for (int i = 0; i < ds->n; i++)
-	{
-		struct done_chunk *c = &ds->c[i];
-
-		free(c->schema);
-		free(c->name);
-		chunkplan_values_free(c->cols, c->nkey);
-		chunkplan_values_free(c->lo, c->nkey);
-		chunkplan_values_free(c->hi, c->nkey);
-	}
-	free(ds->c);
-	memset(ds, 0, sizeof(*ds));
-}
-
-int
-chunkdone_find(const struct done_set *ds, const char *schema, const char *name, int *n)
-{
-	int lo = 0, hi = ds ? ds->n : 0, first;
-
-	/* The first chunk of the table, then its run. */
-	while (lo < hi)
-	{
-		int mid = lo + (hi - lo) / 2;
-
-		if (cmp_names(ds->c[mid].schema, ds->c[mid].name, schema, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	first = lo;
-	while (ds && lo < ds->n && cmp_names(ds->c[lo].schema, ds->c[lo].name, schema, name) == 0)
-		lo++;
-	*n = lo - first;
-	return first;
-}
-
-bool
-chunkdone_whole(const struct done_set *ds, const char *schema, const char *name)
-{
-	int n, first = chunkdone_find(ds, schema, name, &n);
-
-	for (int i = first; i < first + n; i++)
-		if (ds->c[i].nkey == 0)
-			return true;
-	return false;
-}
-
 /* --- keys --------------------------------------------------------------- */
 
+/* The line of the key that says why schema.name is copied in one piece. */
+static void
+log_whole(const char *schema, const char *name, const char *col, const struct key_coll *c)
+{
+	log_info("%s.%s is copied in one piece, not in key chunks: key column \"%s\": %s", schema, name, col,
+			 c ? c->why : "no --key-collations line names a target collation that orders it as the source does");
+}
+
 struct snap_key *
-chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied)
+chunkplan_key(PGconn *conn, unsigned oid, const char *schema, const char *name, char *const *copied,
+			  int ncopied, const struct key_colls *kc)
 {
 	char oidbuf[16];
 	const char *params[1] = {oidbuf};
@@ -262,16 +84,19 @@ chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied)
 	/* The replica identity index, or the primary key (also of a FULL
 	 * table): the key the stream's changes are matched by. */
 	res = conn_query(conn,
-					 "SELECT a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod)"
+					 "SELECT a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+					 "       CASE WHEN co.oid IS NOT NULL THEN pg_catalog.format('%I.%I', cn.nspname, co.collname) END"
 					 "  FROM pg_catalog.pg_class c"
 					 "  JOIN pg_catalog.pg_index i ON i.indrelid = c.oid AND i.indisvalid AND i.indisunique"
 					 "   AND i.indexprs IS NULL AND i.indpred IS NULL"
 					 "   AND CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END"
 					 "  CROSS JOIN LATERAL unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, n)"
 					 "  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum"
+					 "  LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation"
+					 "  LEFT JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace"
 					 " WHERE c.oid = $1::pg_catalog.oid AND c.relkind IN ('r', 'p') AND k.n <= i.indnkeyatts"
 					 " ORDER BY k.n",
-					 1, params, 3, &err);
+					 1, params, 4, &err);
 	if (res == NULL)
 	{
 		log_warn("cannot read the key of relation %u: %s", oid, err.msg);
@@ -290,12 +115,15 @@ chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied)
 	k->typenames = xcalloc((size_t) n, sizeof(char *));
 	k->types = xcalloc((size_t) n, sizeof(unsigned));
 	k->pos = xcalloc((size_t) n, sizeof(int));
+	k->colls = xcalloc((size_t) n, sizeof(char *));
 	for (int i = 0; i < n; i++)
 	{
 		k->cols[i] = xstrdup(PQgetvalue(res, i, 0));
 		k->qcols[i] = conn_quote_ident(conn, k->cols[i]);
 		k->types[i] = (unsigned) strtoul(PQgetvalue(res, i, 1), NULL, 10);
 		k->typenames[i] = xstrdup(PQgetvalue(res, i, 2));
+		if (!PQgetisnull(res, i, 3))
+			k->colls[i] = xstrdup(PQgetvalue(res, i, 3));
 		k->pos[i] = -1;
 		for (int c = 0; c < ncopied; c++)
 			if (strcmp(copied[c], k->cols[i]) == 0)
@@ -303,12 +131,27 @@ chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied)
 	}
 	PQclear(res);
 	for (int i = 0; i < n; i++)
-		if (k->pos[i] < 0 || (k->types[i] != INT2OID && k->types[i] != INT4OID &&
-							  k->types[i] != INT8OID && k->types[i] != UUIDOID))
+	{
+		const struct key_type *kt = key_type_of(k->types[i]);
+
+		if (k->pos[i] < 0 || kt == NULL)
 		{
 			chunkplan_key_free(k);
 			return NULL;
 		}
+		if (kt->order == KO_COLLATED)
+		{
+			const struct key_coll *c = keycolls_find(kc, schema, name, k->cols[i]);
+
+			if (c == NULL || c->coll == NULL)
+			{
+				log_whole(schema, name, k->cols[i], c);
+				chunkplan_key_free(k);
+				return NULL;
+			}
+		}
+		k->server |= kt->order == KO_SERVER || kt->order == KO_COLLATED;
+	}
 	return k;
 }
 
@@ -322,7 +165,9 @@ chunkplan_key_free(struct snap_key *k)
 		free(k->cols[i]);
 		free(k->qcols[i]);
 		free(k->typenames[i]);
+		free(k->colls[i]);
 	}
+	free(k->colls);
 	free(k->cols);
 	free(k->qcols);
 	free(k->typenames);
@@ -337,6 +182,11 @@ chunkplan_key_free(struct snap_key *k)
 static bool
 value_ok(unsigned type, const char *v)
 {
+	const struct key_type *kt = key_type_of(type);
+
+	/* Other types are read by the source, which rejects what is not one. */
+	if (kt == NULL || (kt->order != KO_INT && kt->order != KO_UUID))
+		return true;
 	if (type == UUIDOID)
 	{
 		if (strlen(v) != 36)
@@ -431,8 +281,9 @@ put_cols(struct buf *b, const struct snap_key *k)
 		buf_putc(b, ')');
 }
 
-char *
-chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi)
+/* The range condition, its upper side with operator hi_op. */
+static char *
+range_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi, const char *hi_op)
 {
 	struct buf b = BUF_INIT;
 
@@ -448,10 +299,16 @@ chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *co
 	{
 		buf_puts(&b, lo ? " AND " : "");
 		put_cols(&b, k);
-		buf_puts(&b, " <= ");
+		buf_printf(&b, " %s ", hi_op);
 		put_tuple(conn, &b, k, hi);
 	}
 	return buf_cstr(&b);
+}
+
+char *
+chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi)
+{
+	return range_cond(conn, k, lo, hi, "<=");
 }
 
 char *
@@ -582,10 +439,8 @@ chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, c
 	else
 	{
 		struct buf fr = BUF_INIT;
-		double pct = est > 0 ? 100.0 * SAMPLE_ROWS / est : 100.0;
+		double pct = SAMPLE_PCT(est);
 
-		if (pct > 100.0)
-			pct = 100.0;
 		buf_putc(&fr, '{');
 		for (int i = 1; i < n; i++)
 			buf_printf(&fr, "%s%.6f", i > 1 ? "," : "", (double) i / n);
@@ -629,14 +484,85 @@ part_bound(const struct snap_key *k, const char *cut)
 	return leading_bound(k, cut);
 }
 
+/*
+ * The part bounds of a gap of a server-ordered key: the key tuples that end
+ * each of about n parts of a block sample of the rows of qname (with or
+ * without ONLY, as for chunkplan_ranges) strictly inside it (cond), in the
+ * source's order, so real keys strictly growing. Into
+ * *cuts (*ncuts tuples of k->nkey values). An exit code.
+ */
+static int
+server_cuts(PGconn *conn, const char *qname, const struct snap_key *k, const char *cond, int n,
+			double est, char ****cuts, int *ncuts)
+{
+	struct buf sql = BUF_INIT, cols = BUF_INIT, as = BUF_INIT;
+	char *order = chunkplan_order(k);
+	struct pgerr err;
+	PGresult *res;
+
+	for (int i = 0; i < k->nkey; i++)
+	{
+		buf_printf(&cols, "%sq.k%d", i ? ", " : "", i);
+		buf_printf(&as, "%s%s AS k%d", i ? ", " : "", k->qcols[i], i);
+	}
+	buf_printf(&sql, "SELECT %s FROM (SELECT %s, q.t, pg_catalog.lead(q.t) OVER (ORDER BY %s) AS nt"
+			   " FROM (SELECT %s, pg_catalog.ntile(%d) OVER (ORDER BY %s) AS t"
+			   " FROM %s TABLESAMPLE SYSTEM (%.6f)%s%s) q) q WHERE q.nt > q.t ORDER BY %s",
+			   buf_cstr(&cols), buf_cstr(&cols), buf_cstr(&cols), buf_cstr(&as), n, order,
+			   qname, SAMPLE_PCT(est), cond ? " WHERE " : "", cond ? cond : "", buf_cstr(&cols));
+	buf_free(&cols);
+	buf_free(&as);
+	free(order);
+	res = conn_query(conn, buf_cstr(&sql), 0, NULL, k->nkey, &err);
+	buf_free(&sql);
+	*ncuts = 0;
+	*cuts = NULL;
+	if (res == NULL)
+		return pub_query_failed("sample the key of a table", &err);
+	*cuts = xcalloc((size_t) PQntuples(res) + 1, sizeof(char **));
+	for (int r = 0; r < PQntuples(res); r++)
+	{
+		char **t = xcalloc((size_t) k->nkey, sizeof(char *));
+
+		for (int i = 0; i < k->nkey; i++)
+			t[i] = xstrdup(PQgetvalue(res, r, i));
+		(*cuts)[(*ncuts)++] = t;
+	}
+	PQclear(res);
+	return EXIT_DONE;
+}
+
 /* Cut gap into parts, appended to rs. The gap's bounds move into the parts. */
 static int
 cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_range *gap, int jobs,
 		double est, struct ranges *rs)
 {
-	char **cuts = NULL, **prev = gap->lo, *cond = chunkplan_cond(conn, k, gap->lo, gap->hi);
+	char **cuts = NULL, **prev = gap->lo, *cond;
 	int ncuts = 0, rc = EXIT_DONE;
 
+	if (k->server)
+	{
+		char ***tuples = NULL;
+
+		cond = range_cond(conn, k, gap->lo, gap->hi, "<");
+		if (jobs > 1)
+			rc = server_cuts(conn, qname, k, cond, jobs, est, &tuples, &ncuts);
+		free(cond);
+		for (int i = 0; i < ncuts; i++)
+		{
+			if (rc == EXIT_DONE)
+			{
+				add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), tuples[i]);
+				prev = tuples[i];
+			}
+			else
+				chunkplan_values_free(tuples[i], k->nkey);
+		}
+		free(tuples);
+		add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), gap->hi);
+		return rc;
+	}
+	cond = chunkplan_cond(conn, k, gap->lo, gap->hi);
 	if (jobs > 1)
 		rc = chunkplan_cuts(conn, qname, k->qcols[0], k->types[0] != UUIDOID, cond, jobs, est, &cuts, &ncuts);
 	free(cond);
@@ -672,6 +598,105 @@ cmp_done(const void *a, const void *b)
 	return cmp_lo(sort_key, x->lo, y->lo);
 }
 
+/* Literal v (NULL: NULL) of a VALUES row. */
+static void
+put_literal(PGconn *conn, struct buf *b, const char *v)
+{
+	char *lit;
+
+	if (v == NULL)
+	{
+		buf_puts(b, ", NULL");
+		return;
+	}
+	if ((lit = PQescapeLiteral(conn, v, strlen(v))) == NULL)
+		log_fatal(EXIT_RUNTIME, "cannot quote a key bound: %s", PQerrorMessage(conn));
+	buf_printf(b, ", %s", lit);
+	PQfreemem(lit);
+}
+
+/*
+ * The done chunks of a server-ordered key sorted by their lo by the source
+ * (under each column's collation), and d[i]: how chunk i - 1's hi compares
+ * to chunk i's lo (1 when either is unbounded). An exit code.
+ */
+static int
+server_sort(PGconn *conn, const struct snap_key *k, const struct done_chunk **mine, int n, int *d)
+{
+	struct buf sql = BUF_INIT, vals = BUF_INIT, cast = BUF_INIT, ord = BUF_INIT, p = BUF_INIT, l = BUF_INIT,
+		lags = BUF_INIT;
+	const struct done_chunk **sorted;
+	struct pgerr err;
+	PGresult *res;
+
+	if (n < 2)
+		return EXIT_DONE;
+	for (int i = 0; i < n; i++)
+	{
+		buf_printf(&vals, "%s(%d, %s, %s", i ? ", " : "", i, mine[i]->lo ? "false" : "true",
+				   mine[i]->hi ? "false" : "true");
+		for (int side = 0; side < 2; side++)
+			for (int j = 0; j < k->nkey; j++)
+			{
+				char *const *v = side ? mine[i]->hi : mine[i]->lo;
+
+				put_literal(conn, &vals, v ? v[j] : NULL);
+			}
+		buf_putc(&vals, ')');
+	}
+	for (int j = 0; j < k->nkey; j++)
+	{
+		const char *coll = k->colls[j];
+
+		buf_printf(&cast, ", v.l%d::%s%s%s AS l%d, v.h%d::%s%s%s AS h%d", j, k->typenames[j],
+				   coll ? " COLLATE " : "", coll ? coll : "", j, j, k->typenames[j], coll ? " COLLATE " : "",
+				   coll ? coll : "", j);
+		buf_printf(&ord, "%sw.l%d NULLS FIRST", j ? ", " : "", j);
+		buf_printf(&lags, ", pg_catalog.lag(w.h%d) OVER o AS p%d, w.l%d", j, j, j);
+		buf_printf(&p, "%sx.p%d", j ? ", " : "", j);
+		buf_printf(&l, "%sx.l%d", j ? ", " : "", j);
+	}
+	buf_printf(&sql, "SELECT x.i, CASE WHEN x.pi IS NULL THEN 0 WHEN x.phn OR x.ln THEN 1"
+			   " WHEN ROW(%s) < ROW(%s) THEN -1 WHEN ROW(%s) = ROW(%s) THEN 0 ELSE 1 END"
+			   " FROM (SELECT w.i, w.ln, pg_catalog.lag(w.i) OVER o AS pi, pg_catalog.lag(w.hn) OVER o AS phn%s"
+			   " FROM (SELECT v.i, v.ln, v.hn%s FROM (VALUES %s) AS v(i, ln, hn",
+			   buf_cstr(&p), buf_cstr(&l), buf_cstr(&p), buf_cstr(&l), buf_cstr(&lags), buf_cstr(&cast),
+			   buf_cstr(&vals));
+	for (int side = 0; side < 2; side++)
+		for (int j = 0; j < k->nkey; j++)
+			buf_printf(&sql, ", %c%d", side ? 'h' : 'l', j);
+	/* The result in the window's order. */
+	buf_printf(&sql, ")) w WINDOW o AS (ORDER BY %s)) x ORDER BY ", buf_cstr(&ord));
+	for (int j = 0; j < k->nkey; j++)
+		buf_printf(&sql, "%sx.l%d NULLS FIRST", j ? ", " : "", j);
+	buf_free(&vals);
+	buf_free(&cast);
+	buf_free(&ord);
+	buf_free(&lags);
+	buf_free(&p);
+	buf_free(&l);
+	res = conn_query(conn, buf_cstr(&sql), 0, NULL, 2, &err);
+	buf_free(&sql);
+	if (res == NULL)
+		return pub_query_failed("order the chunks already copied", &err);
+	if (PQntuples(res) != n)
+	{
+		log_error("ordering the chunks already copied returned %d rows for %d", PQntuples(res), n);
+		PQclear(res);
+		return EXIT_RUNTIME;
+	}
+	sorted = xcalloc((size_t) n, sizeof(*sorted));
+	for (int r = 0; r < n; r++)
+	{
+		sorted[r] = mine[atoi(PQgetvalue(res, r, 0))];
+		d[r] = atoi(PQgetvalue(res, r, 1));
+	}
+	PQclear(res);
+	memcpy(mine, sorted, (size_t) n * sizeof(*mine));
+	free(sorted);
+	return EXIT_DONE;
+}
+
 static void
 key_list(struct buf *b, char *const *cols, int n)
 {
@@ -686,6 +711,7 @@ chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char 
 {
 	int ndone, first = chunkdone_find(ds, schema, name, &ndone);
 	const struct done_chunk **mine = xcalloc((size_t) ndone + 1, sizeof(*mine));
+	int *d = xcalloc((size_t) ndone + 1, sizeof(int));
 	struct ranges gaps = {0}, rs = {0};
 	char **cur = NULL;
 	bool open_end = true;
@@ -713,33 +739,41 @@ chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char 
 			buf_free(&a);
 			buf_free(&b);
 			free(mine);
+			free(d);
 			return EXIT_UNSUPPORTED;
 		}
 		mine[n++] = c;
 	}
-	sort_key = k;
-	qsort(mine, (size_t) n, sizeof(*mine), cmp_done);
+	if (k->server)
+		rc = server_sort(conn, k, mine, n, d);
+	else
+	{
+		sort_key = k;
+		qsort(mine, (size_t) n, sizeof(*mine), cmp_done);
+		for (int i = 1; i < n; i++)
+			d[i] = cmp_lo(k, mine[i - 1]->hi, mine[i]->lo);
+	}
 	/* The gaps: what lies between the done chunks, from unbounded below to
 	 * unbounded above. Done chunks never overlap; if they do, the target
-	 * has rows twice. */
-	for (int i = 0; i < n; i++)
+	 * has rows twice. d[i]: how chunk i - 1's end compares to i's start. */
+	for (int i = 0; i < n && rc == EXIT_DONE; i++)
 	{
 		const struct done_chunk *c = mine[i];
-		int d = cmp_lo(k, cur, c->lo);
 
 		/* After a chunk unbounded above, any chunk overlaps it. */
-		if (!open_end || (i > 0 && d > 0))
+		if (!open_end || (i > 0 && d[i] > 0))
 		{
 			log_error("--done has overlapping chunks of %s.%s: the target holds some rows twice; "
 					  "copy the table again from scratch", schema, name);
 			rc = EXIT_UNSUPPORTED;
 			break;
 		}
-		if (i == 0 ? c->lo != NULL : d < 0)
+		if (i == 0 ? c->lo != NULL : d[i] < 0)
 			add_range(&gaps, dup_values(cur, k->nkey), dup_values(c->lo, k->nkey));
 		cur = c->hi;
 		open_end = cur != NULL;
 	}
+	free(d);
 	if (rc == EXIT_DONE && open_end)
 		add_range(&gaps, dup_values(cur, k->nkey), NULL);
 	free(mine);
@@ -795,16 +829,18 @@ chunkplan_record(struct buf *b, const char *schema, const char *name, const stru
 }
 
 /* Int and uuid text needs no unescaping, and the stream escapes it the
- * same way: the fields are taken as they are. */
+ * same way: the fields are taken as they are. Other types' are decoded. */
 char **
 chunkplan_row_key(const struct snap_key *k, const char *row, size_t len)
 {
 	char **v = xcalloc((size_t) k->nkey, sizeof(char *));
 	const char *end = row + len;
+	struct buf tmp = BUF_INIT;
 
 	for (int i = 0; i < k->nkey; i++)
 	{
 		const char *f = row, *e;
+		bool is_null;
 
 		for (int c = 0; c < k->pos[i] && f < end; c++)
 		{
@@ -814,9 +850,16 @@ chunkplan_row_key(const struct snap_key *k, const char *row, size_t len)
 		}
 		for (e = f; e < end && *e != '\t' && *e != '\n'; e++)
 			;
+		buf_reset(&tmp);
+		if (k->server && copy_unescape(f, (size_t) (e - f), &tmp, &is_null) && !is_null)
+		{
+			v[i] = xstrdup(buf_cstr(&tmp));
+			continue;
+		}
 		v[i] = xmalloc((size_t) (e - f) + 1);
 		memcpy(v[i], f, (size_t) (e - f));
 		v[i][e - f] = '\0';
 	}
+	buf_free(&tmp);
 	return v;
 }

@@ -2,9 +2,11 @@
  * chunkplan.h - the chunked copy's key ranges (doc/snapshot.md, "The
  * chunked copy"): which tables are cut by their key, the chunks already
  * done (--done), the gaps they leave and the parts each gap is read in.
- * Key values are the source's text of int2, int4, int8 and uuid columns,
- * whose order pg-apply can reproduce exactly: integers as int64, uuids as
- * lower-case hex text.
+ * Key values are the source's text of the key types keyorder.h lists:
+ * int2, int4, int8 and uuid, whose order pg-apply reproduces in C, and
+ * the others, which the target orders (collatable ones only under a
+ * collation the key collations file names); their bounds are key values
+ * the source read in its own order.
  */
 #ifndef PGSYNC_CHUNKPLAN_H
 #define PGSYNC_CHUNKPLAN_H
@@ -15,6 +17,7 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
+#include "keyorder.h"
 
 /* The chunk key of a table cut by key: its replica identity index. */
 struct snap_key {
@@ -24,6 +27,8 @@ struct snap_key {
 	unsigned *types;			/* type oids */
 	char **typenames;			/* for casts in the range conditions */
 	int *pos;					/* index of each among the copied columns */
+	char **colls;				/* the source column's collation, quoted; NULL: none */
+	bool server;				/* some column is not int or uuid: the server orders */
 };
 
 /* A done chunk of --done: bounds NULL for unbounded. */
@@ -53,11 +58,14 @@ bool chunkdone_whole(const struct done_set *ds, const char *schema, const char *
 
 /*
  * The chunk key of relation oid (a plain table, or a partitioned one, whose
- * key holds the partition key of every level), given its copied columns:
- * NULL when it has none that pg-apply can order (no replica identity index,
- * a key column of another type, or not copied).
+ * key holds the partition key of every level), schema.name, given its
+ * copied columns: NULL when it has none that pg-apply can order (no
+ * replica identity index, a key column of a type keyorder.h does not list
+ * or not copied, or a collatable one kc names no target collation for:
+ * that is logged, with why).
  */
-struct snap_key *chunkplan_key(PGconn *conn, unsigned oid, char *const *copied, int ncopied);
+struct snap_key *chunkplan_key(PGconn *conn, unsigned oid, const char *schema, const char *name,
+							   char *const *copied, int ncopied, const struct key_colls *kc);
 void chunkplan_key_free(struct snap_key *k);
 
 /*
@@ -86,7 +94,7 @@ char *chunkplan_order(const struct snap_key *k);
 /* "k1 >= v AND k1 <= w" of a composite key's leading column, which the
  * row comparison implies, for partition pruning; NULL when none. */
 char *chunkplan_lead_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi);
-/* Compare two key tuples of k (both bounded): <0, 0, >0. */
+/* Compare two key tuples of k (both bounded, k not server-ordered): <0, 0, >0. */
 int chunkplan_cmp(const struct snap_key *k, char *const *a, char *const *b);
 
 /* The CHUNK record of chunk (lo, hi] of schema.name, appended to b. */

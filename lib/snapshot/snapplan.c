@@ -565,11 +565,11 @@ plan_chunked(struct planner *p, int table, double est, int *rc)
 	 * lookup for them (a copy of many small tables would pay one each). */
 	if (!has_done && !(est > (double) p->o->chunk_rows))
 		return false;
-	k = chunkplan_key(p->conn, ti->oid, ti->names, t->ncols);
+	k = chunkplan_key(p->conn, ti->oid, t->schema, t->name, ti->names, t->ncols, p->o->keycolls);
 	if (k == NULL && has_done)
 	{
-		log_error("--done has chunks of %s.%s, which has no chunk key now (an int2, int4, int8 or uuid "
-				  "replica identity key that is copied): copy the table again from scratch", t->schema, t->name);
+		log_error("--done has chunks of %s.%s, which has no chunk key now (a replica identity key "
+				  "that is copied, of types a chunked copy orders): copy the table again from scratch", t->schema, t->name);
 		*rc = EXIT_UNSUPPORTED;
 		return true;
 	}

@@ -57,6 +57,7 @@ struct snapplan_opts {
 	bool chunked;				/* cut tables with a chunk key into key ranges */
 	uint64_t chunk_rows;		/* chunked: tables estimated above this */
 	const struct done_set *done;	/* chunked: the chunks copied before */
+	const struct key_colls *keycolls;	/* chunked: text keys the target orders */
 };
 
 /*
