@@ -48,6 +48,7 @@ static const char usage_text[] =
 	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
 	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
 	"                [--copy-threshold ROWS] [--no-merge-updates] [--connection-file FILE]\n"
+	"                [--key-collations FILE]\n"
 	"                [--max-retries N] [--no-loop] [-q] [--log-level LEVEL] [--json] [FILE...]\n";
 
 static const char help_text[] =
@@ -68,6 +69,8 @@ static const char help_text[] =
 	"      --no-merge-updates         send every update, even of a row updated again in the batch\n"
 	"      --connection-file=FILE     report the source connection's state that\n"
 	"                                 pg-walcat --connection-file keeps in FILE\n"
+	"      --key-collations=FILE      the target collations that order the text keys of a\n"
+	"                                 chunked copy as the source does (pgsync writes it)\n"
 	"      --max-retries=N            reconnect attempts to the target before giving up (10)\n"
 	"      --no-loop                  exit 1 when the target session is lost instead of reconnecting\n"
 	"  -q, --quiet                    log warnings and errors only\n"
@@ -116,20 +119,37 @@ chunks_load(void)
 {
 	struct apply_err err;
 
-	if (!chunkfilter_load(&A.cf, A.meta, A.job, A.applied, &err))
+	if (!chunkfilter_load(&A.cf, A.meta, A.job, A.applied, &A.kc, &err))
 		applyreport_fail(&A, &err);
+}
+
+/* "; N keys placed by the target, X us each", or "" when none was. */
+static const char *
+chunks_placed(char *out, size_t len)
+{
+	uint64_t n, us;
+
+	out[0] = '\0';
+	if (A.cf == NULL)
+		return out;
+	chunkfilter_lookups(A.cf, &n, &us);
+	if (n > 0)
+		snprintf(out, len, "; %llu keys placed by the target, %.1f us each", (unsigned long long) n,
+				 (double) us / (double) n);
+	return out;
 }
 
 /* Once the target holds everything below the last chunk, nothing is filtered. */
 static void
 chunks_passed(void)
 {
-	char l[LSN_BUFSZ];
+	char l[LSN_BUFSZ], placed[120];
 
 	if (A.cf == NULL || A.durable < chunkfilter_until(A.cf))
 		return;
-	log_info("applied past the last chunk's position %s: changes are no longer filtered (%llu left out as already copied)",
-			 lsn_format(chunkfilter_until(A.cf), l), (unsigned long long) chunkfilter_skipped(A.cf));
+	log_info("applied past the last chunk's position %s: changes are no longer filtered (%llu left out as already copied%s)",
+			 lsn_format(chunkfilter_until(A.cf), l), (unsigned long long) chunkfilter_skipped(A.cf),
+			 chunks_placed(placed, sizeof(placed)));
 	chunkfilter_free(A.cf);
 	A.cf = NULL;
 }
@@ -209,7 +229,7 @@ rollback_batch(bool exiting)
 static void
 finish(bool signalled)
 {
-	char l[LSN_BUFSZ];
+	char l[LSN_BUFSZ], placed[120];
 
 	/* Also a batch not yet verified: the producer sends it again. */
 	if (sr_in_txn(A.sr) || !input_settle(A.in))
@@ -219,10 +239,10 @@ finish(bool signalled)
 	applyreport_checkpoint(&A, true);
 	applyreport_heartbeat(&A, true, true, "STOPPED");
 	if (A.job_ready)
-		log_info("%s: applied %llu transactions, skipped %llu already applied; position %s",
+		log_info("%s: applied %llu transactions, skipped %llu already applied; position %s%s",
 				 signalled ? "stopped by signal" : "end of stream",
 				 (unsigned long long) A.transactions, (unsigned long long) A.skipped,
-				 lsn_format(A.durable, l));
+				 lsn_format(A.durable, l), chunks_placed(placed, sizeof(placed)));
 	applyrecover_drop_sessions(&A);
 	replay_free(A.rp);
 	exit(EXIT_DONE);
@@ -662,7 +682,7 @@ run(void)
 
 enum {
 	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
-	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_MAX_RETRIES, OPT_NO_LOOP,
+	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_MAX_RETRIES, OPT_NO_LOOP, OPT_KEY_COLLATIONS,
 };
 
 static void
@@ -682,6 +702,7 @@ parse_options(int argc, char **argv)
 		{"connection-file", required_argument, NULL, OPT_CONN_FILE},
 		{"max-retries", required_argument, NULL, OPT_MAX_RETRIES},
 		{"no-loop", no_argument, NULL, OPT_NO_LOOP},
+		{"key-collations", required_argument, NULL, OPT_KEY_COLLATIONS},
 		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -724,6 +745,7 @@ parse_options(int argc, char **argv)
 			case OPT_CONN_FILE: A.conn_file = optarg; break;
 			case OPT_MAX_RETRIES: A.max_retries = (int) cli_int(&cli, "--max-retries", optarg, 0, 1000000); break;
 			case OPT_NO_LOOP: A.no_loop = true; break;
+			case OPT_KEY_COLLATIONS: A.keycoll_file = optarg; break;
 			default: cli_common(&cli, c, argv); break;
 		}
 	}
@@ -745,6 +767,13 @@ main(int argc, char **argv)
 	for (int i = 0; i < A.nfiles; i++)
 		if (strcmp(A.files[i], "-") != 0 && access(A.files[i], R_OK) != 0)
 			log_fatal(EXIT_USAGE, "cannot open \"%s\": %s", A.files[i], strerror(errno));
+	if (A.keycoll_file)
+	{
+		char kerr[700];
+
+		if (!keycolls_read(A.keycoll_file, &A.kc, kerr, sizeof(kerr)))
+			log_fatal(EXIT_USAGE, "%s", kerr);
+	}
 	open_next_input();
 
 	if ((A.conn = applysession_connect(A.conninfo, &err)) == NULL ||

@@ -290,7 +290,8 @@ truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_
 }
 
 bool
-applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols, bool has_lo,
+applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols,
+					 const char *const *colls, bool has_lo,
 					 bool has_hi, const char *const *bounds, uint64_t xid, lsn_t commit_lsn,
 					 struct apply_err *err)
 {
@@ -301,7 +302,7 @@ applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int
 		return false;
 	if (!send_held(a, err) || !pipeline_begin(a->pl, err))
 		return false;
-	relcache_range_delete_sql(p.rel, nkey, cols, has_lo, has_hi, &a->sql);
+	relcache_range_delete_sql(p.rel, nkey, cols, colls, has_lo, has_hi, &a->sql);
 	return pipeline_sql_params(a->pl, buf_cstr(&a->sql), nkey * (has_lo + has_hi), bounds, &p, err);
 }
 

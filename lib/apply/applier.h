@@ -56,10 +56,12 @@ bool applier_change(struct applier *a, const struct sr_record *rec,
  * Empty the key range (lo, hi] of srel, after everything sent before it:
  * nkey key columns (the stream's column numbers cols); bounds holds the lo
  * values (when has_lo, else lo is unbounded), then the hi values (when
- * has_hi), as text. What a TRUNCATE leaves of a table copied in chunks
- * (lib/apply/chunkfilter.h); any row count is right.
+ * has_hi), as text; colls (NULL: none) the collation each key column
+ * compares under (NULL: its own). What a TRUNCATE leaves of a table copied
+ * in chunks (lib/apply/chunkfilter.h); any row count is right.
  */
-bool applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols, bool has_lo,
+bool applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols,
+						  const char *const *colls, bool has_lo,
 						  bool has_hi, const char *const *bounds, uint64_t xid, lsn_t commit_lsn,
 						  struct apply_err *err);
 

@@ -95,7 +95,7 @@ applyrecover_session(struct apply_state *a, const struct apply_err *why)
 	a->reconnects++;
 	a->applied = a->durable;
 	/* Read again from the target that now decides what was applied. */
-	if (!chunkfilter_load(&a->cf, a->meta, a->job, a->durable, &err))
+	if (!chunkfilter_load(&a->cf, a->meta, a->job, a->durable, &a->kc, &err))
 		applyreport_fail(a, &err);
 	if (a->durable > a->received)
 		a->received = a->durable;

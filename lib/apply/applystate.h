@@ -17,13 +17,14 @@
 #include "input.h"
 #include "lsn.h"
 #include "pace.h"
+#include "keyorder.h"
 #include "relcache.h"
 #include "replay.h"
 #include "streamread.h"
 
 struct apply_state {
 	/* options */
-	const char *conninfo, *job_opt, *checkpoint_path, *conn_file;
+	const char *conninfo, *job_opt, *checkpoint_path, *conn_file, *keycoll_file;
 	int jobs, copy_threshold, max_retries;
 	bool no_merge, no_loop;
 	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
@@ -36,6 +37,7 @@ struct apply_state {
 	struct relcache *rc;
 	struct applier *ap;
 	struct chunkfilter *cf;		/* the chunks of a chunked copy; NULL: no filter */
+	struct key_colls kc;		/* --key-collations: how the target orders text keys */
 	struct heartbeat *hb;
 	struct applysession_cfg scfg;	/* to open the sessions again */
 	bool replica_role;

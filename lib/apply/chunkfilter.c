@@ -11,6 +11,7 @@
 struct chunkfilter {
 	struct chunkmap *map;
 	struct cm_val k1[CM_MAX_KEY], k2[CM_MAX_KEY];
+	struct buf kb1, kb2;		/* decoded values of k1, k2 (server-ordered keys) */
 	const char *bounds[2 * CM_MAX_KEY];	/* a range DELETE's lo, then hi values */
 	struct field *vals;			/* SR_MAX_COLS: a rewritten row */
 	struct buf row;				/* ... as a COPY text row */
@@ -28,19 +29,21 @@ chunkfilter_free(struct chunkfilter *cf)
 	free(cf->vals);
 	free(cf->trunc);
 	buf_free(&cf->row);
+	buf_free(&cf->kb1);
+	buf_free(&cf->kb2);
 	free(cf);
 }
 
 bool
 chunkfilter_load(struct chunkfilter **cf, PGconn *meta, const char *job, lsn_t applied,
-				 struct apply_err *err)
+				 const struct key_colls *kc, struct apply_err *err)
 {
 	struct chunkmap *m;
 	char l[LSN_BUFSZ];
 
 	chunkfilter_free(*cf);
 	*cf = NULL;
-	if (!chunkmap_load(meta, job, applied, &m, err))
+	if (!chunkmap_load(meta, job, applied, kc, &m, err))
 		return false;
 	if (m == NULL)
 		return true;
@@ -65,29 +68,35 @@ chunkfilter_skipped(const struct chunkfilter *cf)
 	return cf->skipped;
 }
 
+void
+chunkfilter_lookups(const struct chunkfilter *cf, uint64_t *n, uint64_t *us)
+{
+	chunkmap_lookups(cf->map, n, us);
+}
+
 /* Is the change at commit c to this key not in the copy yet? */
 static bool
-applies(const struct cm_table *t, const struct cm_val *key, lsn_t c)
+applies(struct cm_table *t, const struct cm_val *key, lsn_t c, bool *apply, struct apply_err *err)
 {
-	lsn_t li = chunkmap_find(t, key);
+	lsn_t li;
 
-	return li != CM_NOT_COPIED && c >= li;
+	if (!chunkmap_place(t, key, &li, err))
+		return false;
+	*apply = li != CM_NOT_COPIED && c >= li;
+	return true;
 }
 
 /* The row's key in k from vals, and whether a change at c applies to it. */
 static bool
-judge(struct chunkfilter *cf, const struct cm_table *t, const struct field *vals, struct cm_val *k,
-	  lsn_t c, bool *apply, struct apply_err *err)
+judge(struct chunkfilter *cf, struct cm_table *t, const struct field *vals, struct cm_val *k,
+	  struct buf *kb, lsn_t c, bool *apply, struct apply_err *err)
 {
 	if (t->nkey == 0)
 	{
 		*apply = c >= t->max_lsn;
 		return true;
 	}
-	if (!chunkmap_key(t, vals, k, err))
-		return false;
-	*apply = applies(t, k, c);
-	return true;
+	return chunkmap_key(t, vals, k, kb, err) && applies(t, k, c, apply, err);
 }
 
 /*
@@ -140,14 +149,14 @@ insert_moved(struct chunkfilter *cf, struct applier *ap, const struct sr_record 
 }
 
 static bool
-update(struct chunkfilter *cf, struct applier *ap, const struct cm_table *t, const struct sr_record *rec,
+update(struct chunkfilter *cf, struct applier *ap, struct cm_table *t, const struct sr_record *rec,
 	   uint64_t xid, lsn_t c, struct apply_err *err)
 {
 	const struct field *oldv = rec->kind == 'N' ? rec->newv : rec->oldv;
 	struct sr_record del;
 	bool old_applies, new_applies;
 
-	if (!judge(cf, t, oldv, cf->k1, c, &old_applies, err))
+	if (!judge(cf, t, oldv, cf->k1, &cf->kb1, c, &old_applies, err))
 		return false;
 	if (t->nkey > 0 && rec->kind != 'N')
 	{
@@ -159,11 +168,14 @@ update(struct chunkfilter *cf, struct applier *ap, const struct cm_table *t, con
 
 			cf->vals[col] = field_is_unchanged(v->p, v->n) ? rec->oldv[col] : *v;
 		}
-		if (!chunkmap_key(t, cf->vals, cf->k2, err))
+		if (!chunkmap_key(t, cf->vals, cf->k2, &cf->kb2, err))
 			return false;
+		/* (Of a server-ordered key: whether the text differs; two texts of
+		 * one key are judged alike, each on its own.) */
 		if (chunkmap_cmp(t, cf->k1, cf->k2) != 0)
 		{
-			new_applies = applies(t, cf->k2, c);
+			if (!applies(t, cf->k2, c, &new_applies, err))
+				return false;
 			if (old_applies && new_applies)
 				return applier_change(ap, rec, xid, c, err);
 			if (new_applies)
@@ -229,8 +241,8 @@ truncate_tables(struct chunkfilter *cf, struct applier *ap, const struct sr_reco
 				cf->bounds[nb++] = ch->lo[j].p;
 			for (int j = 0; ch->hi && j < t->nkey; j++)
 				cf->bounds[nb++] = ch->hi[j].p;
-			if (!applier_range_delete(ap, rec->trunc_rels[i], t->nkey, t->colidx, ch->lo != NULL, ch->hi != NULL,
-									  cf->bounds, xid, c, err))
+			if (!applier_range_delete(ap, rec->trunc_rels[i], t->nkey, t->colidx, t->server ? t->coll : NULL,
+									  ch->lo != NULL, ch->hi != NULL, cf->bounds, xid, c, err))
 				return false;
 		}
 	}
@@ -257,7 +269,7 @@ chunkfilter_change(struct chunkfilter *cf, struct applier *ap, const struct sr_r
 		return applier_change(ap, rec, xid, c, err);
 	if (rec->type == SR_UPDATE)
 		return update(cf, ap, t, rec, xid, c, err);
-	if (!judge(cf, t, rec->type == SR_INSERT ? rec->newv : rec->oldv, cf->k1, c, &apply, err))
+	if (!judge(cf, t, rec->type == SR_INSERT ? rec->newv : rec->oldv, cf->k1, &cf->kb1, c, &apply, err))
 		return false;
 	if (!apply)
 	{

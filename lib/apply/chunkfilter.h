@@ -17,6 +17,7 @@
 #include <libpq-fe.h>
 
 #include "applier.h"
+#include "keyorder.h"
 #include "lsn.h"
 #include "relcache.h"
 #include "streamread.h"
@@ -25,10 +26,12 @@ struct chunkfilter;
 
 /*
  * (Re)read the job's chunks: *cf is replaced, and NULL when no chunk lies
- * above applied (nothing to filter). False with err set.
+ * above applied (nothing to filter). Keys C cannot order are placed by the
+ * target over meta, text ones under kc's collations (chunkmap.h). False
+ * with err set.
  */
 bool chunkfilter_load(struct chunkfilter **cf, PGconn *meta, const char *job, lsn_t applied,
-					  struct apply_err *err);
+					  const struct key_colls *kc, struct apply_err *err);
 void chunkfilter_free(struct chunkfilter *cf);
 
 /* The largest chunk position: transactions committed at or after it pass unfiltered. */
@@ -36,6 +39,9 @@ lsn_t chunkfilter_until(const struct chunkfilter *cf);
 
 /* Changes left out so far because the copy holds them already. */
 uint64_t chunkfilter_skipped(const struct chunkfilter *cf);
+
+/* Keys placed by the target so far, and the microseconds they took. */
+void chunkfilter_lookups(const struct chunkfilter *cf, uint64_t *n, uint64_t *us);
 
 /*
  * Apply the INSERT, UPDATE, DELETE or TRUNCATE rec of source transaction xid

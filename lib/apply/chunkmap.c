@@ -1,4 +1,5 @@
 #include "chunkmap.h"
+#include "chunkserver.h"
 #include "common.h"
 #include "conn.h"
 #include "escape.h"
@@ -8,14 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* PostgreSQL's built-in type OIDs of the key types chunks are cut by. */
-#define INT8OID 20
-#define INT2OID 21
-#define INT4OID 23
-#define UUIDOID 2950
+#include <time.h>
 
 struct chunkmap {
+	/* Where server-ordered tables are placed, and their collations. */
+	PGconn *meta;
+	const struct key_colls *kc;
+	uint64_t lookups, lookup_us;
 	struct cm_table **tables;
 	size_t ntables, cap;
 	bool tables_sorted;
@@ -48,6 +48,9 @@ free_table(struct cm_table *t)
 	free(t->colidx);
 	free(t->kind);
 	free(t->typoid);
+	free(t->ktype);
+	free(t->coll);
+	chunkserver_free(t->srv);
 	free(t->schema);
 	free(t->table);
 	free(t);
@@ -62,6 +65,20 @@ chunkmap_free(struct chunkmap *m)
 		free_table(m->tables[i]);
 	free(m->tables);
 	free(m);
+}
+
+void
+chunkmap_set_server(struct chunkmap *m, PGconn *meta, const struct key_colls *kc)
+{
+	m->meta = meta;
+	m->kc = kc;
+}
+
+void
+chunkmap_lookups(const struct chunkmap *m, uint64_t *n, uint64_t *us)
+{
+	*n = m->lookups;
+	*us = m->lookup_us;
 }
 
 lsn_t chunkmap_max_lsn(const struct chunkmap *m) { return m->max_lsn; }
@@ -88,6 +105,7 @@ new_table(struct chunkmap *m, const char *schema, const char *table, int nkey,
 {
 	struct cm_table *t = xcalloc(1, sizeof(*t));
 
+	t->map = m;
 	t->schema = xstrdup(schema);
 	t->table = xstrdup(table);
 	t->nkey = nkey;
@@ -218,6 +236,12 @@ cmp_val(enum cm_kind k, const struct cm_val *a, const struct cm_val *b)
 
 	if (k == CM_INT)
 		return a->i < b->i ? -1 : a->i > b->i;
+	if (k == CM_SERVER)
+	{
+		/* Only equal or not: the order is the server's. */
+		n = a->n < b->n ? a->n : b->n;
+		return a->n != b->n || memcmp(a->p, b->p, n) != 0;
+	}
 	/* uuid: the same length, hex digits and hyphens at the same places;
 	 * case folded in case a writer printed upper case. */
 	n = a->n < b->n ? a->n : b->n;
@@ -303,22 +327,28 @@ cmp_table(const void *x, const void *y)
 	return c ? c : strcmp(a->table, b->table);
 }
 
+/* Each load's temporary tables and statements get new names (chunkserver.h). */
+static int server_ids;
+
 /* Find the stream's key columns and how they compare. */
 static bool
-resolve(struct cm_table *t, const struct sr_rel *srel, struct apply_err *err)
+resolve(struct chunkmap *m, struct cm_table *t, const struct sr_rel *srel, struct apply_err *err)
 {
-	bool changed = false;
+	bool changed = false, server = false;
 
 	if (t->colidx == NULL && t->nkey > 0)
 	{
 		t->colidx = xcalloc((size_t) t->nkey, sizeof(*t->colidx));
 		t->kind = xcalloc((size_t) t->nkey, sizeof(*t->kind));
 		t->typoid = xcalloc((size_t) t->nkey, sizeof(*t->typoid));
+		t->ktype = xcalloc((size_t) t->nkey, sizeof(*t->ktype));
+		t->coll = xcalloc((size_t) t->nkey, sizeof(*t->coll));
 	}
 	for (int j = 0; j < t->nkey; j++)
 	{
 		int col = -1;
 		uint32_t typ;
+		const struct key_type *kt;
 
 		for (int i = 0; i < srel->ncols && col < 0; i++)
 			if (strcmp(srel->cols[i].name, t->key_columns[j]) == 0)
@@ -331,19 +361,50 @@ resolve(struct cm_table *t, const struct sr_rel *srel, struct apply_err *err)
 			return false;
 		}
 		typ = srel->cols[col].typoid;
-		if (typ != INT2OID && typ != INT4OID && typ != INT8OID && typ != UUIDOID)
+		if ((kt = key_type_of(typ)) == NULL)
 		{
 			apply_err_set(err, EXIT_UNSUPPORTED,
-						  "key column \"%s\" of %s.%s has type oid %u in the stream, but only int2, int4, int8 and uuid keys are copied in chunks: the copy and the stream disagree, copy it again (pgsync bootstrap --restart-snapshot)",
+						  "key column \"%s\" of %s.%s has type oid %u in the stream, which is never cut into chunks: the copy and the stream disagree, copy it again (pgsync bootstrap --restart-snapshot)",
 						  t->key_columns[j], t->schema, t->table, typ);
 			return false;
+		}
+		t->coll[j] = NULL;
+		if (kt->order == KO_COLLATED)
+		{
+			const struct key_coll *c = keycolls_find(m->kc, t->schema, t->table, t->key_columns[j]);
+
+			if (c == NULL || c->coll == NULL)
+			{
+				apply_err_set(err, EXIT_UNSUPPORTED,
+							  "key column \"%s\" of %s.%s was copied in chunks by its collation, but no --key-collations line names a target collation that orders it as the source does%s%s: "
+							  "run the catch-up with pgsync bootstrap, or copy the table again (pgsync bootstrap --restart-snapshot)",
+							  t->key_columns[j], t->schema, t->table, c ? " now: " : "", c ? c->why : "");
+				return false;
+			}
+			t->coll[j] = c->coll;
 		}
 		changed |= t->typoid[j] != typ;
 		t->colidx[j] = col;
 		t->typoid[j] = typ;
-		t->kind[j] = typ == UUIDOID ? CM_UUID : CM_INT;
+		t->ktype[j] = kt;
+		t->kind[j] = kt->order == KO_INT ? CM_INT : kt->order == KO_UUID ? CM_UUID : CM_SERVER;
+		server |= t->kind[j] == CM_SERVER;
 	}
-	if ((changed || !t->sorted) && !sort_chunks(t, err))
+	if (server)
+	{
+		/* Every column by the server (a composite key's int ones too). */
+		for (int j = 0; j < t->nkey; j++)
+			t->kind[j] = CM_SERVER;
+		if (m->meta == NULL)
+		{
+			apply_err_set(err, EXIT_RUNTIME, "no target session to place the keys of %s.%s", t->schema, t->table);
+			return false;
+		}
+		if ((changed || t->srv == NULL) && !chunkserver_build(m->meta, t, ++server_ids, err))
+			return false;
+	}
+	t->server = server;
+	if (!server && (changed || !t->sorted) && !sort_chunks(t, err))
 		return false;
 	t->srel = srel;
 	t->gen = srel->gen;
@@ -366,7 +427,7 @@ chunkmap_table(struct chunkmap *m, const struct sr_rel *srel, struct apply_err *
 		m->tables_sorted = true;
 	}
 	found = bsearch(&kp, m->tables, m->ntables, sizeof(*m->tables), cmp_table);
-	if (found != NULL && ((*found)->srel != srel || (*found)->gen != srel->gen) && !resolve(*found, srel, err))
+	if (found != NULL && ((*found)->srel != srel || (*found)->gen != srel->gen) && !resolve(m, *found, srel, err))
 		return NULL;
 	m->last_srel = srel;
 	m->last_gen = srel->gen;
@@ -374,9 +435,42 @@ chunkmap_table(struct chunkmap *m, const struct sr_rel *srel, struct apply_err *
 	return m->last;
 }
 
-bool
-chunkmap_key(const struct cm_table *t, const struct field *vals, struct cm_val *key, struct apply_err *err)
+static bool
+no_value(const struct cm_table *t, int j, struct apply_err *err)
 {
+	apply_err_set(err, EXIT_UNSUPPORTED,
+				  "a change to %s.%s carries no value of key column \"%s\" (replica identity?): its chunk cannot be found",
+				  t->schema, t->table, t->key_columns[j]);
+	return false;
+}
+
+bool
+chunkmap_key(const struct cm_table *t, const struct field *vals, struct cm_val *key, struct buf *tmp,
+			 struct apply_err *err)
+{
+	size_t off[CM_MAX_KEY];
+
+	if (t->server)
+	{
+		/* Decoded, each NUL-terminated (a statement parameter); pointers
+		 * only once tmp has stopped growing. */
+		buf_reset(tmp);
+		for (int j = 0; j < t->nkey; j++)
+		{
+			const struct field *f = &vals[t->colidx[j]];
+			bool is_null;
+
+			off[j] = tmp->len;
+			if (field_is_unchanged(f->p, f->n) || !copy_unescape(f->p, f->n, tmp, &is_null) || is_null)
+				return no_value(t, j, err);
+			key[j].n = tmp->len - off[j];
+			key[j].i = 0;
+			buf_putc(tmp, '\0');
+		}
+		for (int j = 0; j < t->nkey; j++)
+			key[j].p = tmp->data + off[j];
+		return true;
+	}
 	for (int j = 0; j < t->nkey; j++)
 	{
 		const struct field *f = &vals[t->colidx[j]];
@@ -392,14 +486,32 @@ chunkmap_key(const struct cm_table *t, const struct field *vals, struct cm_val *
 		else
 			ok = f->n == 36;
 		if (!ok)
-		{
-			apply_err_set(err, EXIT_UNSUPPORTED,
-						  "a change to %s.%s carries no value of key column \"%s\" (replica identity?): its chunk cannot be found",
-						  t->schema, t->table, t->key_columns[j]);
-			return false;
-		}
+			return no_value(t, j, err);
 	}
 	return true;
+}
+
+bool
+chunkmap_place(struct cm_table *t, const struct cm_val *key, lsn_t *lsn, struct apply_err *err)
+{
+	struct chunkmap *m = t->map;
+	struct timespec a, b;
+	bool asked, ok;
+
+	if (!t->server || t->nkey == 0)
+	{
+		*lsn = chunkmap_find(t, key);
+		return true;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	ok = chunkserver_place(t, key, lsn, &asked, err);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (asked)
+	{
+		m->lookups++;
+		m->lookup_us += (uint64_t) ((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000);
+	}
+	return ok;
 }
 
 lsn_t
@@ -571,7 +683,8 @@ load_rows(PGconn *meta, struct loader *L, struct apply_err *err)
 }
 
 bool
-chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **out, struct apply_err *err)
+chunkmap_load(PGconn *meta, const char *job, lsn_t applied, const struct key_colls *kc, struct chunkmap **out,
+			  struct apply_err *err)
 {
 	char l[LSN_BUFSZ];
 	const char *params[2] = {job, lsn_format(applied, l)};
@@ -597,6 +710,9 @@ chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **ou
 	if (chunkmap_nchunks(L.m) == 0)
 		chunkmap_free(L.m);
 	else
+	{
+		chunkmap_set_server(L.m, meta, kc);
 		*out = L.m;
+	}
 	return true;
 }

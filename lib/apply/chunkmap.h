@@ -4,12 +4,22 @@
  * chunk was copied at, which decides whether a change to that key is in the
  * copy already (doc/snapshot.md, "Chunks and the change stream").
  *
- * Keys compare exactly as the source orders them: int2, int4 and int8 as
- * 64-bit integers, uuid as its lowercase text (the canonical form is hex
- * digits at fixed places, so text order is uuid order), composite keys
- * lexicographically (row comparison). A chunk is the range (lo, hi]; a table
- * copied in one piece has no key columns and one position. No other key type
- * is ever cut into chunks, so any other is an error, never a guess.
+ * A chunk is the range (lo, hi]; a table copied in one piece has no key
+ * columns and one position. Keys compare exactly as the source orders
+ * them, in one of two ways (the key types are keyorder.h's):
+ *  - int2, int4, int8 and uuid keys (also composite ones of only those) in
+ *    C: integers as 64-bit integers, uuids as their lowercase text (hex
+ *    digits at fixed places, so text order is uuid order), composite keys
+ *    lexicographically (row comparison);
+ *  - any other key by the target server (chunkserver.c): the table's chunk
+ *    bounds go into a temporary table on the metadata session, each column
+ *    of its type and, when collatable, of the target collation the key
+ *    collations file names as ordering it like the source column (pg-apply
+ *    --key-collations), with a btree index on hi; a key is placed by one
+ *    indexed lookup (the chunk with the least hi at or above it, and
+ *    whether it lies above that chunk's lo), remembered in a small cache.
+ * A key type not listed, or a collatable column with no collation in the
+ * file, is an error, never a guess.
  */
 #ifndef PGSYNC_CHUNKMAP_H
 #define PGSYNC_CHUNKMAP_H
@@ -19,6 +29,8 @@
 #include <stdint.h>
 #include <libpq-fe.h>
 
+#include "buf.h"
+#include "keyorder.h"
 #include "lsn.h"
 #include "record.h"
 #include "relcache.h"
@@ -42,9 +54,14 @@ struct cm_chunk {
 	lsn_t lsn;
 };
 
-enum cm_kind { CM_INT, CM_UUID };
+enum cm_kind { CM_INT, CM_UUID, CM_SERVER };
+
+struct cm_srv;
+
+struct chunkmap;
 
 struct cm_table {
+	struct chunkmap *map;
 	char *schema, *table;
 	int nkey;					/* 0: copied in one piece */
 	char **key_columns;			/* nkey names */
@@ -59,11 +76,20 @@ struct cm_table {
 	enum cm_kind *kind;			/* nkey */
 	uint32_t *typoid;			/* nkey: the stream's type OIDs */
 	bool sorted;
+
+	/* Server-ordered (a key column that is not int or uuid): chunks are
+	 * in load order, placed by the target (chunkserver.c). */
+	bool server;
+	const struct key_type **ktype;	/* nkey */
+	const char **coll;			/* nkey: the target collation, quoted; NULL: none */
+	struct cm_srv *srv;
 };
 
 struct chunkmap;
 
+/* kc: the key collations file's lines (NULL: none), kept by the caller. */
 struct chunkmap *chunkmap_new(void);
+void chunkmap_set_server(struct chunkmap *m, PGconn *meta, const struct key_colls *kc);
 void chunkmap_free(struct chunkmap *m);
 
 /*
@@ -94,16 +120,26 @@ struct cm_table *chunkmap_table(struct chunkmap *m, const struct sr_rel *srel, s
 
 /*
  * The key of a row: the stream's values (vals, one per column of the
- * relation) at the table's key columns, into key (nkey values). False with
- * err set (exit 5) when a key value is missing (\N, \U) or not of its type.
+ * relation) at the table's key columns, into key (nkey values); a
+ * server-ordered key's values are decoded into tmp, which the key points
+ * into. False with err set (exit 5) when a key value is missing (\N, \U)
+ * or not of its type.
  */
 bool chunkmap_key(const struct cm_table *t, const struct field *vals, struct cm_val *key,
-				  struct apply_err *err);
+				  struct buf *tmp, struct apply_err *err);
 
-/* The position of the chunk that holds key, or CM_NOT_COPIED. */
+/* The position of the chunk that holds key, or CM_NOT_COPIED (t not server-ordered). */
 lsn_t chunkmap_find(const struct cm_table *t, const struct cm_val *key);
 
-/* Compare two keys (or bounds) of table t: <0, 0, >0. */
+/* The same for any table, into *lsn: false with err set when the target
+ * cannot be asked. */
+bool chunkmap_place(struct cm_table *t, const struct cm_val *key, lsn_t *lsn, struct apply_err *err);
+
+/* Keys placed by the target so far, and the microseconds they took. */
+void chunkmap_lookups(const struct chunkmap *m, uint64_t *n, uint64_t *us);
+
+/* Compare two keys (or bounds) of table t: <0, 0, >0; of a server-ordered
+ * table only whether their text differs (0 or not). */
 int chunkmap_cmp(const struct cm_table *t, const struct cm_val *a, const struct cm_val *b);
 
 /*
@@ -112,7 +148,7 @@ int chunkmap_cmp(const struct cm_table *t, const struct cm_val *a, const struct 
  * does (no filter). Rows are read one at a time: besides the map, reading
  * holds one row. False with err set.
  */
-bool chunkmap_load(PGconn *meta, const char *job, lsn_t applied, struct chunkmap **out,
-				   struct apply_err *err);
+bool chunkmap_load(PGconn *meta, const char *job, lsn_t applied, const struct key_colls *kc,
+				   struct chunkmap **out, struct apply_err *err);
 
 #endif

@@ -531,9 +531,11 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 	where_sql(rel, sig, p, sql);
 }
 
-/* "(a, b)" or "($1::t1, $2::t2)" from parameter first on (0: the columns). */
+/* "(a, b)" or "($1::t1, $2::t2)" from parameter first on (0: the columns),
+ * each parameter under its collation in colls when there is one. */
 static void
-key_row(const struct rc_rel *rel, int nkey, const int *cols, int first, struct buf *sql)
+key_row(const struct rc_rel *rel, int nkey, const int *cols, const char *const *colls, int first,
+		struct buf *sql)
 {
 	buf_putc(sql, '(');
 	for (int j = 0; j < nkey; j++)
@@ -543,29 +545,31 @@ key_row(const struct rc_rel *rel, int nkey, const int *cols, int first, struct b
 			buf_puts(sql, rel->cols[cols[j]].qname);
 		else
 			buf_printf(sql, "$%d::%s", first + j, rel->cols[cols[j]].type);
+		if (first != 0 && colls && colls[j])
+			buf_printf(sql, " COLLATE %s", colls[j]);
 	}
 	buf_putc(sql, ')');
 }
 
 void
-relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols, bool has_lo,
-						  bool has_hi, struct buf *sql)
+relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols, const char *const *colls,
+						  bool has_lo, bool has_hi, struct buf *sql)
 {
 	buf_reset(sql);
 	buf_printf(sql, "DELETE FROM %s", rel->qname);
 	if (has_lo)
 	{
 		buf_puts(sql, " WHERE ");
-		key_row(rel, nkey, cols, 0, sql);
+		key_row(rel, nkey, cols, colls, 0, sql);
 		buf_puts(sql, " > ");
-		key_row(rel, nkey, cols, 1, sql);
+		key_row(rel, nkey, cols, colls, 1, sql);
 	}
 	if (has_hi)
 	{
 		buf_puts(sql, has_lo ? " AND " : " WHERE ");
-		key_row(rel, nkey, cols, 0, sql);
+		key_row(rel, nkey, cols, colls, 0, sql);
 		buf_puts(sql, " <= ");
-		key_row(rel, nkey, cols, has_lo ? nkey + 1 : 1, sql);
+		key_row(rel, nkey, cols, colls, has_lo ? nkey + 1 : 1, sql);
 	}
 }
 

@@ -111,9 +111,11 @@ void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);
 /*
  * DELETE of the rows whose key (nkey columns, cols their numbers) lies in
  * ($1.., $n..]: above the lo values when has_lo, at or below the hi values
- * when has_hi, compared as a row, as the source ordered the chunks.
+ * when has_hi, compared as a row, as the source ordered the chunks: under
+ * collation colls[j] (quoted) where colls and it are not NULL.
  */
-void relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols, bool has_lo,
+void relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols,
+							   const char *const *colls, bool has_lo,
 							   bool has_hi, struct buf *sql);
 
 #endif
