@@ -98,22 +98,107 @@ create_job_slot() {
 	log_info "created replication slot $SLOT at $lsn: the stream starts there, the chunks are copied at their own snapshots"
 }
 
+# copy_text EXPR: the SQL expression of EXPR's text with COPY text escaping,
+# as the files pg-snapshot-dump and pg-apply read are written.
+read -r -d '' COPY_TEXT_SQL <<'SQL'
+replace(replace(replace(replace(@, '\', '\\'), E'\t', '\t'), E'\n', '\n'), E'\r', '\r')
+SQL
+copy_text() {
+	local expr=$1
+	printf '%s' "${COPY_TEXT_SQL//@/"$expr"}"
+}
+
 # chunk_done_file FILE: the chunks on the target, one a line as
 # pg-snapshot-dump --done reads them: schema, table, the number of key
 # columns, the key columns, the lo values, the hi values (\N for an
 # unbounded side), TAB between fields, each with COPY text escaping. A
 # table copied in one piece is its schema, its name and 0.
 read -r -d '' CHUNK_DONE_SQL <<'SQL'
-SELECT (SELECT string_agg(coalesce(replace(replace(replace(replace(f.x, '\', '\\'), E'\t', '\t'), E'\n', '\n'), E'\r', '\r'), '\N'),
-                          E'\t' ORDER BY f.i)
+SELECT (SELECT string_agg(coalesce(@ESC@, '\N'), E'\t' ORDER BY f.i)
           FROM unnest(ARRAY[c.schema_name, c.table_name, c.n::text] || coalesce(c.key_columns, '{}')
                       || coalesce(c.lo, array_fill(NULL::text, ARRAY[c.n])) || coalesce(c.hi, array_fill(NULL::text, ARRAY[c.n])))
                WITH ORDINALITY AS f(x, i))
   FROM (SELECT t.*, coalesce(cardinality(t.key_columns), 0) AS n FROM pgsync.table_chunk t WHERE t.job = :'job') c
  ORDER BY c.schema_name, c.table_name, c.lo NULLS FIRST
 SQL
+CHUNK_DONE_SQL=${CHUNK_DONE_SQL//@ESC@/"$(copy_text f.x)"}
 chunk_done_file() {
 	sql tgt <<<"$CHUNK_DONE_SQL" >"$1" || bootstrap_fail $EX_RUNTIME "cannot read the chunks on the target: $(sql_error)"
+}
+
+# The key collations file (lib/stream/keyorder.h): for each collatable
+# column of the job's tables (and their partitions), the target collation
+# that orders it exactly as the source column's collation does, or why there
+# is none. pgsync alone sees both servers, so the proof is made here, before
+# each group plans and before the catch-up, and both programs read its
+# verdict. A collation is described the same way on both sides (COLL_DESC:
+# provider, locale, version, deterministic, of collation co in database d;
+# the default collation is the database's); they match when the databases'
+# encodings and every part are equal, and the version is known (or the
+# locale is C, POSIX or C.*, which PostgreSQL gives no version: byte order).
+read -r -d '' COLL_DESC <<'SQL'
+CASE WHEN co.oid = 100 THEN coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') ELSE co.collprovider::text END AS p,
+CASE WHEN co.oid = 100 THEN
+       CASE coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') WHEN 'c' THEN d.datcollate || '/' || d.datctype
+            ELSE coalesce(to_jsonb(d) ->> 'datlocale', to_jsonb(d) ->> 'daticulocale') END
+       || coalesce('/' || (to_jsonb(d) ->> 'daticurules'), '')
+     ELSE CASE co.collprovider WHEN 'c' THEN co.collcollate || '/' || co.collctype
+            ELSE coalesce(to_jsonb(co) ->> 'colllocale', to_jsonb(co) ->> 'colliculocale', co.collcollate) END
+       || coalesce('/' || (to_jsonb(co) ->> 'collicurules'), '')
+END AS l,
+CASE WHEN co.oid = 100 THEN to_jsonb(d) ->> 'datcollversion' ELSE pg_collation_actual_version(co.oid) END AS v,
+coalesce((to_jsonb(co) ->> 'collisdeterministic')::bool, true) AS det
+SQL
+read -r -d '' KEYCOLL_SRC_SQL <<SQL
+SELECT coalesce(json_agg(json_build_object('s', n.nspname, 't', l.relname, 'c', a.attname,
+         'coll', format('%I.%I', cn.nspname, co.collname), 'p', x.p, 'l', x.l, 'v', x.v, 'det', x.det,
+         'enc', pg_encoding_to_char(d.encoding))), '[]')
+  FROM unnest(string_to_array(:'tables', ',')) AS u(t)
+  JOIN pg_class c ON c.relname = split_part(u.t, '.', 2)
+  JOIN pg_namespace tn ON tn.oid = c.relnamespace AND tn.nspname = split_part(u.t, '.', 1)
+ CROSS JOIN LATERAL (SELECT c.oid AS relid UNION SELECT p.relid FROM pg_partition_tree(c.oid) AS p) AS pt
+  JOIN pg_class l ON l.oid = pt.relid AND l.relkind = 'r'
+  JOIN pg_namespace n ON n.oid = l.relnamespace
+  JOIN pg_attribute a ON a.attrelid = l.oid AND a.attnum > 0 AND NOT a.attisdropped
+  JOIN pg_collation co ON co.oid = a.attcollation
+  JOIN pg_namespace cn ON cn.oid = co.collnamespace
+  JOIN pg_database d ON d.datname = current_database()
+ CROSS JOIN LATERAL (SELECT $COLL_DESC) AS x
+SQL
+read -r -d '' KEYCOLL_TGT_SQL <<SQL
+SELECT concat_ws(E'\t', $(copy_text s.s), $(copy_text s.t), $(copy_text s.c),
+         coalesce($(copy_text m.coll), '\N'), coalesce($(copy_text w.why), '\N'))
+  FROM json_to_recordset(:'src'::json) AS s(s text, t text, c text, coll text, p text, l text, v text, det bool, enc text)
+  JOIN pg_database d ON d.datname = current_database()
+ CROSS JOIN LATERAL (SELECT s.v IS NOT NULL OR (s.p = 'c' AND (split_part(s.l, '/', 1) IN ('C', 'POSIX')
+        OR split_part(s.l, '/', 1) ILIKE 'C.%')) AS known) AS k
+  LEFT JOIN LATERAL (
+        SELECT format('%I.%I', cn.nspname, co.collname) AS coll
+          FROM pg_collation co JOIN pg_namespace cn ON cn.oid = co.collnamespace
+         CROSS JOIN LATERAL (SELECT $COLL_DESC) AS x
+         WHERE co.collencoding IN (-1, d.encoding) AND x.det AND x.p = s.p AND x.l = s.l
+           AND x.v IS NOT DISTINCT FROM s.v
+         ORDER BY co.oid LIMIT 1) AS m
+    ON s.enc = pg_encoding_to_char(d.encoding) AND s.det AND k.known
+ CROSS JOIN LATERAL (SELECT CASE
+        WHEN s.enc <> pg_encoding_to_char(d.encoding) THEN
+             format('the source database''s encoding is %s, the target''s %s', s.enc, pg_encoding_to_char(d.encoding))
+        WHEN NOT s.det THEN format('its collation %s is nondeterministic', s.coll)
+        WHEN NOT k.known THEN
+             format('the version of its collation %s (provider %s, locale %s) is unknown on the source', s.coll, s.p, s.l)
+        WHEN m.coll IS NULL THEN
+             format('no collation on the target has provider %s, locale %s and version %s, as its collation %s on the source',
+                    s.p, s.l, coalesce(s.v, 'none'), s.coll)
+        END AS why) AS w
+ ORDER BY s.s, s.t, s.c
+SQL
+
+# key_collations FILE: write the key collations file.
+key_collations() {
+	local src
+	src=$(sql src <<<"$KEYCOLL_SRC_SQL") || bootstrap_fail $EX_RUNTIME "cannot read the collations of the source's key columns: $(sql_error)"
+	sql tgt -v src="$src" <<<"$KEYCOLL_TGT_SQL" >"$1" ||
+		bootstrap_fail $EX_RUNTIME "cannot find the target's collations for the source's key columns: $(sql_error)"
 }
 
 # A table copied in one piece is done in one transaction at the end of its
@@ -157,9 +242,11 @@ chunk_group() {
 	fi
 	if ((CH_TABLES_DONE < CH_TABLES)); then
 		chunk_done_file "$WORK/chunks.done"
+		key_collations "$WORK/key-collations"
 		truncate_unfinished
 		BS_PHASE="copying chunk group $CH_GROUP"
 		copy_pipeline "copying chunk group $CH_GROUP" --chunked --position "$lsn" --done "$WORK/chunks.done" \
+			--key-collations "$WORK/key-collations" \
 			--frame-size "${CFG[resources.chunk_bytes]}" --chunk-rows "${CFG[resources.chunk_rows]}" \
 			--group-seconds "${CFG[resources.chunk_group_seconds]}"
 	fi
@@ -186,7 +273,10 @@ chunked_catch_up() {
 	BS_PHASE="catching up from $applied to $CH_MAX_LSN"
 	log_info "catching up: replication slot $SLOT from $applied to $CH_MAX_LSN, the position of the last chunk group"
 	write_checkpoint
+	key_collations "$WORK/key-collations"
+	APPLY_ARGS=(--key-collations "$WORK/key-collations")
 	start_stream --endpos "$CH_MAX_LSN"
+	APPLY_ARGS=()
 	supervise "$BS_DEADLINE" "pg-walcat:$WALCAT_PID" "pg-apply:$APPLY_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "catching up to $CH_MAX_LSN"
 	WALCAT_PID="" APPLY_PID=""

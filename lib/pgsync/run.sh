@@ -104,7 +104,9 @@ write_checkpoint() {
 		die $EX_RUNTIME "cannot write $STATE_DIR/applied.lsn"
 }
 
-# start_stream [pg-walcat options]: verify adds --endpos.
+# start_stream [pg-walcat options]: verify adds --endpos. APPLY_ARGS: more
+# pg-apply options (the chunked catch-up's key collations).
+APPLY_ARGS=()
 start_stream() {
 	rm -f "$WORK/stream.fifo"
 	mkfifo "$WORK/stream.fifo"
@@ -117,7 +119,7 @@ start_stream() {
 	spawn pg-apply "$WORK/stream.fifo" - pg-apply -d "$TGT" --job "$JOB" --checkpoint "$STATE_DIR/applied.lsn" \
 		--jobs "${CFG[resources.max_parallel_copies]}" --max-batch-bytes "${CFG[resources.max_batch_bytes]}" \
 		--max-message-bytes "${CFG[resources.max_message_bytes]}" --heartbeat-interval "$hb" \
-		--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME"
+		--connection-file "$STATE_DIR/connection" --log-level "$LOG_LEVEL_NAME" "${APPLY_ARGS[@]}"
 	APPLY_PID=$SPAWN_PID
 }
 
