@@ -11,7 +11,9 @@
 #
 # The source role has exactly the guide's privileges, the target role is no
 # superuser and the target database is LATIN1; two publications, a schema
-# and a table with capitals, serial, composite, uuid, text and no keys.
+# and a table with capitals, serial, composite, uuid, text and no keys (the
+# text key in one piece: the databases' encodings differ; text keys in
+# chunks are pgsync-chunked-keys.bats').
 # The target's pgsync.table_chunk gets a trigger that makes each chunk take
 # 50 ms, so that a copy of a few MB lasts long enough to be interrupted in
 # the middle on any machine.
@@ -23,12 +25,15 @@
 
 load lib/cluster
 load pgsync-helpers
+load chunked-helpers
 
 readonly CT=public.pgbench_accounts,public.pgbench_branches,public.pgbench_tellers,public.pgbench_history,Odd.Orders,public.t_uuid,public.t_comp,public.t_text,public.t_nokey,public.t_empty,public.t_one
 # Tables the load never inserts into: what the resumed copy inserts in them
 # is exactly what the chunks done before did not hold.
 readonly NO_INSERTS="public.pgbench_accounts public.pgbench_branches public.pgbench_tellers public.t_comp public.t_text public.t_nokey public.t_empty public.t_one"
 readonly KINDS=(pgsync pg-snapshot-dump pg-apply pg-slot pg-walcat)
+readonly CK_JOB=ck CK_SLOT=ck_slot CK_NTABLES=11
+readonly CK_TABLES="pgbench_accounts pgbench_branches pgbench_tellers pgbench_history Odd.Orders t_uuid t_comp t_text t_nokey t_empty t_one"
 
 setup_file() {
 	cluster_start src
@@ -100,20 +105,6 @@ start_load() {
 	echo $! >"$BATS_FILE_TMPDIR/load2.pid"
 }
 
-stop_load() {
-	local f
-	for f in "$BATS_FILE_TMPDIR"/load1.pid "$BATS_FILE_TMPDIR"/load2.pid; do
-		[[ -f $f ]] || continue
-		kill -TERM "$(<"$f")" 2>/dev/null || true
-		rm -f "$f"
-	done
-	wait_until 30 no_load
-}
-
-no_load() {
-	[ "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'")" = 0 ]
-}
-
 # A fresh start: no job, no slot, no target tables, and each chunk slowed
 # down on the target (see the top of the file).
 reset_job() {
@@ -125,58 +116,6 @@ reset_job() {
 	rm -rf "$BATS_FILE_TMPDIR/ck.state"
 }
 
-slow_chunks() {
-	psql_at tgt <<-'SQL'
-		CREATE OR REPLACE FUNCTION pgsync.slow_chunk() RETURNS trigger LANGUAGE plpgsql AS
-		  $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
-		DROP TRIGGER IF EXISTS slow_chunk ON pgsync.table_chunk;
-		CREATE TRIGGER slow_chunk AFTER INSERT ON pgsync.table_chunk FOR EACH ROW EXECUTE FUNCTION pgsync.slow_chunk();
-		ALTER TABLE pgsync.table_chunk ENABLE ALWAYS TRIGGER slow_chunk;
-	SQL
-}
-
-# The target's pgsync schema, as the target role's first bootstrap makes it.
-catalog_ready() {
-	[[ $(psql_at tgt -c "SELECT to_regclass('pgsync.table_chunk') IS NOT NULL") == t ]] ||
-		pgsync-config --catalog-sql | psql -X -q -v ON_ERROR_STOP=1 -1 -d "$TGT_URL" >/dev/null
-}
-
-chunks_done() {
-	psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE job = 'ck'" 2>/dev/null || echo 0
-}
-
-chunks_at_least() {
-	(($(chunks_done) >= $1))
-}
-
-# PROGRAM's pid among the background pgsync's descendants (the newest).
-child_pid() {
-	local p
-	for p in $(descendants "$BG_PID"); do
-		# (comm holds 15 characters of the name)
-		[[ $(cat "/proc/$p/comm" 2>/dev/null) == "${1:0:15}" ]] && echo "$p"
-	done | tail -n 1
-}
-
-child_running() {
-	[[ -n $(child_pid "$1") ]]
-}
-
-# kill_child PROGRAM [PID]: kill -9 of PROGRAM as soon as it runs (within
-# 60 s), of one other than PID if given; prints its pid.
-kill_child() {
-	local pid i
-	for ((i = 0; i < 1200; i++)); do
-		pid=$(child_pid "$1")
-		if [[ -n $pid && $pid != "${2:-}" ]] && kill -KILL "$pid" 2>/dev/null; then
-			echo "$pid"
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
-
 # group_started_after N: the background bootstrap's pg-snapshot-dump began
 # group N + 1.
 group_started_after() {
@@ -185,91 +124,6 @@ group_started_after() {
 
 action_is() {
 	[ "$(pgs ck status --json | jq -r .action)" = "$1" ]
-}
-
-# Per table of NO_INSERTS, "table rows" of the chunks on the target.
-done_rows() {
-	local t
-	for t in $NO_INSERTS; do
-		printf '%s %s\n' "$t" "$(psql_at tgt -c "SELECT coalesce(sum(rows), 0) FROM pgsync.table_chunk
-			WHERE job = 'ck' AND schema_name || '.' || table_name = '$t'")"
-	done
-}
-
-# The target's n_tup_ins of TABLE.
-inserted() {
-	psql_at tgt -c "SELECT pg_stat_clear_snapshot(); SELECT coalesce((SELECT n_tup_ins FROM pg_stat_user_tables
-		WHERE schemaname || '.' || relname = '$1'), 0)" | tail -n 1
-}
-
-reset_counters() {
-	local t
-	for t in $NO_INSERTS; do
-		psql_at tgt -c "SELECT pg_stat_reset_single_table_counters('$t'::regclass)" >/dev/null
-	done
-}
-
-counters_zero() {
-	local t
-	for t in $NO_INSERTS; do
-		[[ $(inserted "$t") == 0 ]] || return 1
-	done
-}
-
-no_apply_sessions() {
-	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg-apply'")" = 0 ]
-}
-
-inserted_is() {
-	[[ $(inserted "$1") == "$2" ]]
-}
-
-# Before a resume: the chunks done, and every n_tup_ins at zero.
-before_resume() {
-	wait_until 60 no_apply_sessions
-	done_rows >"$BATS_TEST_TMPDIR/done"
-	reset_counters
-	wait_until 30 counters_zero
-}
-
-# After a resume: each table of NO_INSERTS got exactly its rows minus those
-# of the chunks done before.
-resumed_inserted_only_the_rest() {
-	local t rows total
-	while read -r t rows; do
-		total=$(psql_at tgt -c "SELECT count(*) FROM $t")
-		echo "# $t: $total rows, $rows in chunks done before the resume" >&3
-		wait_until 30 inserted_is "$t" $((total - rows)) || {
-			echo "$t: the resumed bootstrap inserted $(inserted "$t") rows, expected $total - $rows" >&2
-			return 1
-		}
-	done <"$BATS_TEST_TMPDIR/done"
-}
-
-# Stream until the target has everything the source wrote, then compare.
-all_identical() {
-	start_run ck
-	wait_until 60 grep -q "streaming slot" "$(current_run_log)" || { run_log ck; return 1; }
-	wait_until 120 applied_reaches ck || { run_log ck; return 1; }
-	# (stop_run's minute is short for a loaded machine here)
-	kill -TERM "$(<"$(current_run_log).pid")"
-	bg_wait "$(current_run_log)" 180 || { run_log ck; return 1; }
-	[ "$BG_STATUS" -eq 0 ]
-	same_tables pgbench_accounts pgbench_branches pgbench_tellers pgbench_history Odd.Orders t_uuid t_comp \
-		t_text t_nokey t_empty t_one
-}
-
-# resume: bootstrap again, which continues the copy with the kept slot.
-resume() {
-	local l0
-	l0=$(job_field ck consistent_lsn)
-	run pgs ck bootstrap
-	echo "$output"
-	[ "$status" -eq 0 ]
-	[[ $output == *"continuing the copy of job ck: "*" chunks are on the target, replication slot ck_slot is kept (from $l0)"* ]]
-	[[ $output == *"bootstrap of job ck complete: 11 tables, "*"; state CATCHING_UP"* ]]
-	[ "$(job_field ck consistent_lsn)" = "$l0" ]
-	[ "$(job_state ck)" = CATCHING_UP ]
 }
 
 # --- tests ----------------------------------------------------------------------------
@@ -287,8 +141,11 @@ resume() {
 	[[ $output == *"created the other unique and exclusion constraints"* ]]
 	# Only the job's slot is left: the groups' were temporary.
 	[ "$(psql_at src -c "SELECT string_agg(slot_name, ',') FROM pg_replication_slots")" = ck_slot ]
+	# The text key is in one piece, and the log says why: the target
+	# database is LATIN1, so its order cannot be proven to be the source's.
+	[[ $output == *'public.t_text is copied in one piece, not in key chunks: key column "k": the source database'"'"'s encoding is UTF8, the target'"'"'s LATIN1'* ]]
 	# Tables with an integer, composite or uuid key above chunk_rows are in
-	# key chunks; text keys, no key and the small ones in one piece.
+	# key chunks; the text key, no key and the small ones in one piece.
 	run psql_at tgt -c "SELECT table_name, count(*) > 1, bool_and(key_columns IS NOT NULL) FROM pgsync.table_chunk
 		WHERE job = 'ck' GROUP BY 1 ORDER BY 1"
 	echo "$output"
