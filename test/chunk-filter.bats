@@ -287,6 +287,44 @@ oracle_synced() {
 	same_tables Tokens
 }
 
+@test "text keys the target column orders otherwise: placed by the target under the source's collation (--key-collations), moved both ways" {
+	# The source column's order (ICU root) compares case last: a1 < ... <
+	# a9 < b1 < B1 < ... < B5 < b6 ...; the target column's ("C") puts
+	# capitals first, so a* and b1..b5 would lie in (B5, c3] for it, not
+	# for the source: placed by the column's own order, changes to them
+	# would be judged by the wrong chunk.
+	[[ $(psql_at src -c "SELECT count(*) FROM pg_collation WHERE collname = 'und-x-icu'") == 1 ]] ||
+		skip "this server has no ICU collations"
+	psql_at src -c 'CREATE TABLE public."Names" (k text COLLATE "und-x-icu" PRIMARY KEY, v text)' >/dev/null
+	psql_at tgt -c 'CREATE TABLE public."Names" (k text COLLATE "C" PRIMARY KEY, v text)' >/dev/null
+	psql_at src -c "INSERT INTO \"Names\" SELECT n || g, 'n' FROM unnest(ARRAY['a', 'B', 'b', 'C', 'c']) n, generate_series(1, 9) g" >/dev/null
+	psql_at src -c 'CREATE PUBLICATION cf_pub_names FOR TABLE "Names"' >/dev/null
+	printf 'public\tNames\tk\tpg_catalog."und-x-icu"\t\\N\n' >"$BATS_TEST_TMPDIR/colls"
+	job_start cf_names cf_pub_names
+	group_start
+	chunk public.Names k "'B5'" "'c3'"
+	group_end
+	# Only (B5, c3] is copied; rows move into it and out of it.
+	psql_at src <<-'SQL'
+		UPDATE "Names" SET k = 'a7x' WHERE k = 'B7';
+		UPDATE "Names" SET k = 'b7x' WHERE k = 'a2';
+		UPDATE "Names" SET k = 'C9x' WHERE k = 'c1';
+		UPDATE "Names" SET v = 'mid' WHERE k IN ('a1', 'B6', 'b1', 'C9', 'c4');
+		DELETE FROM "Names" WHERE k IN ('a3', 'b4', 'c5');
+		INSERT INTO "Names" VALUES ('a0', 'x'), ('b0', 'y'), ('c0', 'z');
+	SQL
+	group_start
+	chunk public.Names k - "'B5'"
+	chunk public.Names k "'c3'" -
+	group_end
+	psql_at src -c "UPDATE \"Names\" SET k = k || 'z' WHERE k IN ('a5', 'b5', 'C5'); UPDATE \"Names\" SET v = 'after'" >/dev/null
+	catch_up --key-collations "$BATS_TEST_TMPDIR/colls"
+	[ "$CATCHUP_STATUS" -eq 0 ] || { echo "$CATCHUP_ERR"; false; }
+	filtered
+	[[ $CATCHUP_ERR == *"keys placed by the target"* ]]
+	same_tables Names
+}
+
 # toast_move JOB IDENTITY: a row with a TOASTed column moves from a chunk
 # copied later into one copied earlier by an update that leaves the column
 # unchanged, so pg-apply must insert the whole row.

@@ -70,7 +70,7 @@ covers() {
 	[ "$bad" = f ] || { echo "chunks of $1 do not tile its key space" >&2; return 1; }
 }
 
-@test "a chunked copy loads identical tables: int, composite, uuid keys cut into chunks, text-key and empty tables in one piece" {
+@test "a chunked copy loads identical tables: int, composite, uuid, numeric, timestamp keys cut into chunks, text-key (no --key-collations) and empty tables in one piece" {
 	psql_at src <<'SQL' >/dev/null
 CREATE TABLE c_int (id int PRIMARY KEY, v text);
 INSERT INTO c_int SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
@@ -80,27 +80,37 @@ CREATE TABLE c_uuid (id uuid PRIMARY KEY, v int);
 INSERT INTO c_uuid SELECT md5(g::text)::uuid, g FROM generate_series(1, 20000) g;
 CREATE TABLE c_text (k text PRIMARY KEY, v int);
 INSERT INTO c_text SELECT md5(g::text), g FROM generate_series(1, 20000) g;
+CREATE TABLE c_num (k numeric PRIMARY KEY, v int);
+INSERT INTO c_num SELECT g / 3.0, g FROM generate_series(-10000, 10000) g;
+CREATE TABLE c_ts (d date, t timestamp, v int, PRIMARY KEY (d, t));
+INSERT INTO c_ts SELECT date '2026-01-01' + g / 1000, timestamp '2026-01-01' + g * interval '1 second', g FROM generate_series(1, 20000) g;
 CREATE TABLE c_empty (id int PRIMARY KEY);
 CREATE TABLE c_single (id int PRIMARY KEY, v text);
 INSERT INTO c_single VALUES (7, 'seven');
 ANALYZE;
-CREATE PUBLICATION pub_mix FOR TABLE c_int, c_comp, c_uuid, c_text, c_empty, c_single;
+CREATE PUBLICATION pub_mix FOR TABLE c_int, c_comp, c_uuid, c_text, c_num, c_ts, c_empty, c_single;
 SQL
 	psql_at tgt <<'SQL' >/dev/null
 CREATE TABLE c_int (id int, v text);
 CREATE TABLE c_comp (a int, b bigint, v text);
 CREATE TABLE c_uuid (id uuid, v int);
 CREATE TABLE c_text (k text, v int);
+CREATE TABLE c_num (k numeric, v int);
+CREATE TABLE c_ts (d date, t timestamp, v int);
 CREATE TABLE c_empty (id int);
 CREATE TABLE c_single (id int, v text);
 SQL
 	group pub_mix --chunk-rows 3000 --jobs 3
 	[ "$DUMP_RC" = 0 ]
 	[ "$APPLY_RC" = 0 ]
-	for t in c_int c_comp c_uuid c_text c_empty c_single; do
+	for t in c_int c_comp c_uuid c_text c_num c_ts c_empty c_single; do
 		[ "$(rows_of "$src_URL" $t)" = "$(rows_of "$tgt_URL" $t)" ]
 	done
-	for t in c_int c_comp c_uuid; do covers $t; done
+	for t in c_int c_comp c_uuid c_num c_ts; do covers $t; done
+	# the bounds of a key the server orders are keys of the table
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk c WHERE table_name = 'c_num' AND hi IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM c_num WHERE k = c.hi[1]::numeric)")" = 0 ]
+	(($(psql_at tgt -c "SELECT count(*) FROM pgsync.table_chunk WHERE table_name = 'c_num'") > 1))
 	# chunks of at most --chunk-rows, recorded at the group's position
 	[ "$(psql_at tgt -c "SELECT count(*) FILTER (WHERE (key_columns IS NOT NULL AND rows > 3000) OR lsn <> '$LI'), count(DISTINCT lsn) FROM pgsync.table_chunk")" = "0|1" ]
 	# a boundary inside the run of equal leading values of the composite key
@@ -109,7 +119,8 @@ SQL
 	# text keys, empty tables and small ones: one piece, no key columns
 	[ "$(psql_at tgt -c "SELECT string_agg(table_name || ':' || rows, ' ' ORDER BY table_name) FROM pgsync.table_chunk
 		WHERE key_columns IS NULL")" = "c_empty:0 c_single:1 c_text:20000" ]
-	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_sync WHERE state = 'done'")" = 6 ]
+	grep -q 'public.c_text is copied in one piece, not in key chunks: key column "k": no --key-collations line' "$BATS_TEST_TMPDIR/dump.err"
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pgsync.table_sync WHERE state = 'done'")" = 8 ]
 	# the job's position stays where it was: the section's is the chunks'
 	[ "$(psql_at tgt -c "SELECT coalesce(applied_lsn::text, 'none') FROM pgsync.job WHERE job = 'chunkjob'")" = none ]
 	# nothing is left: a second group copies nothing, only says so
@@ -118,6 +129,7 @@ SQL
 	[ "$APPLY_RC" = 0 ]
 	[ "$(psql_at tgt -c "SELECT count(DISTINCT lsn) FROM pgsync.table_chunk")" = 1 ]
 	[ "$(rows_of "$src_URL" c_int)" = "$(rows_of "$tgt_URL" c_int)" ]
+	[ "$(rows_of "$src_URL" c_num)" = "$(rows_of "$tgt_URL" c_num)" ]
 }
 
 @test "the worked example of a chunk section loads as formats/stream-v1.md says" {
@@ -435,11 +447,12 @@ complete_chunks() {
 
 @test "bad --done files and chunk options: one line each, exit 2 for usage, 5 for chunks that cannot be the table's" {
 	psql_at src -c "CREATE TABLE bad_t (id int PRIMARY KEY, v text); INSERT INTO bad_t SELECT g, 'x' FROM generate_series(1, 100) g;
-		CREATE PUBLICATION pub_bad FOR TABLE bad_t" >/dev/null
+		CREATE TABLE bad_n (k numeric PRIMARY KEY); INSERT INTO bad_n SELECT g / 2.0 FROM generate_series(1, 100) g;
+		CREATE PUBLICATION pub_bad FOR TABLE bad_t; CREATE PUBLICATION pub_bad_n FOR TABLE bad_n" >/dev/null
 	local t=$BATS_TEST_TMPDIR
 	run pg-snapshot-dump -d "$SRC_URL" --own-snapshot --publication pub_bad --chunk-rows 10
 	[ "$status" = 2 ]
-	[[ $output == *"--done, --chunk-rows and --group-seconds are for --chunked"* ]]
+	[[ $output == *"--done, --key-collations, --chunk-rows and --group-seconds are for --chunked"* ]]
 	run pg-snapshot-dump -d "$SRC_URL" --own-snapshot --publication pub_bad --chunked
 	[ "$status" = 2 ]
 	[[ $output == *"--chunked needs --snapshot and --position from a slot"* ]]
@@ -461,6 +474,11 @@ complete_chunks() {
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/overlap2" -q
 	[ "$status" = 5 ]
 	[[ $output == *"--done has overlapping chunks of public.bad_t"* ]]
+	# a key the source orders: the overlap is found in its order (5.5 > 3)
+	printf 'public\tbad_n\t1\tk\t\\N\t5.5\npublic\tbad_n\t1\tk\t3\t9\n' >"$t/overlap_n"
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad_n --chunked --done "$t/overlap_n" -q
+	[ "$status" = 5 ]
+	[[ $output == *"--done has overlapping chunks of public.bad_n"* ]]
 	printf 'public\tbad_t\t1\tother\t\\N\t5\n' >"$t/otherkey"
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/otherkey" -q
 	[ "$status" = 5 ]
