@@ -203,11 +203,13 @@ key_collations() {
 
 # A table copied in one piece is done in one transaction at the end of its
 # copy: one that is not done, and has no chunk, holds only what an
-# interrupted attempt left. Emptied before it is copied again.
+# interrupted attempt left. Emptied before it is copied again (one
+# statement a table for \gexec, which runs every field it gets, printing
+# the table's name).
 truncate_unfinished() {
 	local out
 	out=$(sql tgt <<'SQL'
-SELECT format('TRUNCATE %I.%I', s.schema_name, s.table_name), format('%I.%I', s.schema_name, s.table_name)
+SELECT format('TRUNCATE %I.%I; SELECT %L', s.schema_name, s.table_name, format('%I.%I', s.schema_name, s.table_name))
   FROM pgsync.table_sync s
  WHERE s.job = :'job' AND s.state <> 'done'
    AND NOT EXISTS (SELECT 1 FROM pgsync.table_chunk c WHERE c.job = s.job AND c.schema_name = s.schema_name AND c.table_name = s.table_name)
