@@ -127,9 +127,9 @@ chunk_done_file() {
 }
 
 # The key collations file (lib/stream/keyorder.h): for each collatable
-# column of the job's tables (and their partitions), the target collation
-# that orders it exactly as the source column's collation does, or why there
-# is none. pgsync alone sees both servers, so the proof is made here, before
+# column of the job's tables and their partitions (a root is cut by its own
+# key), the target collation that orders it exactly as the source column's
+# collation does, or why there is none. pgsync alone sees both servers, so the proof is made here, before
 # each group plans and before the catch-up, and both programs read its
 # verdict. A collation is described the same way on both sides (COLL_DESC:
 # provider, locale, version, deterministic, of collation co in database d;
@@ -157,7 +157,7 @@ SELECT coalesce(json_agg(json_build_object('s', n.nspname, 't', l.relname, 'c', 
   JOIN pg_class c ON c.relname = split_part(u.t, '.', 2)
   JOIN pg_namespace tn ON tn.oid = c.relnamespace AND tn.nspname = split_part(u.t, '.', 1)
  CROSS JOIN LATERAL (SELECT c.oid AS relid UNION SELECT p.relid FROM pg_partition_tree(c.oid) AS p) AS pt
-  JOIN pg_class l ON l.oid = pt.relid AND l.relkind = 'r'
+  JOIN pg_class l ON l.oid = pt.relid AND l.relkind IN ('r', 'p')
   JOIN pg_namespace n ON n.oid = l.relnamespace
   JOIN pg_attribute a ON a.attrelid = l.oid AND a.attnum > 0 AND NOT a.attisdropped
   JOIN pg_collation co ON co.oid = a.attcollation
