@@ -417,6 +417,14 @@ interrupted_then_resumed() {
 @test "cleanup --yes after a chunked copy removes its chunk rows with the job, and the slot" {
 	reset_job
 	catalog_ready
+	# check warns of a target role without TEMPORARY before a chunked copy.
+	psql_at tgt -c "REVOKE TEMPORARY ON DATABASE ck FROM PUBLIC" >/dev/null
+	run pgs ck check
+	psql_at tgt -c "GRANT TEMPORARY ON DATABASE ck TO PUBLIC" >/dev/null
+	echo "$output"
+	[[ $output == *"target: no TEMPORARY on database ck: a chunked copy's catch-up fails on a table cut by a text, numeric, date or timestamp key; fix: GRANT TEMPORARY ON DATABASE ck TO "* ]]
+	run pgs ck check
+	[[ $output != *"no TEMPORARY"* ]]
 	run pgs ck bootstrap
 	[ "$status" -eq 0 ]
 	(($(chunks_done) > 0))

@@ -287,6 +287,13 @@ WITH cfg AS (
          'CREATE on schema pgsync, to create the catalog tables', format('GRANT CREATE ON SCHEMA pgsync TO %I', current_user)
     FROM cat c WHERE to_regclass('pgsync.pending_definitions') IS NULL
   UNION ALL
+  -- A chunked copy's catch-up places keys the target orders (text,
+  -- numeric, timestamp ...) with a temporary table of chunk bounds.
+  SELECT 5, 'warn',
+         format('no TEMPORARY on database %I: a chunked copy''s catch-up fails on a table cut by a text, numeric, date or timestamp key', current_database()),
+         format('GRANT TEMPORARY ON DATABASE %I TO %I', current_database(), current_user)
+    WHERE :'temp_slot' = '1' AND NOT has_database_privilege(current_database(), 'TEMPORARY')
+  UNION ALL
   SELECT 10 + t.ord, CASE WHEN has_table_privilege(t.reloid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE')
                           AND has_schema_privilege(t.nspoid, 'USAGE') THEN 'ok' ELSE 'fail' END,
          format('%s exists; SELECT, INSERT, UPDATE, DELETE, TRUNCATE on it', t.q),
@@ -439,7 +446,7 @@ preflight() {
 	if [[ $(sql tgt <<<"SELECT to_regclass('pgsync.pending_definitions') IS NOT NULL" 2>/dev/null) == t ]]; then
 		owed=$(sql tgt <<<"SELECT string_agg(schema_name || '.' || table_name, ',') FROM pgsync.pending_definitions") || owed=""
 	fi
-	if rows=$(sql tgt -v srccols="$srccols" -v srctypes="$srctypes" -v owed="$owed" <<<"$CHECK_TARGET_SQL"); then
+	if rows=$(sql tgt -v srccols="$srccols" -v srctypes="$srctypes" -v owed="$owed" -v temp_slot="$temp_slot" <<<"$CHECK_TARGET_SQL"); then
 		CHECK_TARGET_OK=1
 		while IFS=$'\x1f' read -r level msg fix; do
 			[[ -n $level ]] && finding "$level" target "$msg" "$fix"
