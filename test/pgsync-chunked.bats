@@ -286,8 +286,18 @@ interrupted_then_resumed() {
 		# (once the failed attempt's heartbeat is stale)
 		wait_until 30 action_is "pgsync bootstrap"
 	fi
+	# A table copied in one piece whose copy had not finished gets a stray
+	# row, as an attempt stopped in its middle leaves: the resume must
+	# empty it before copying it again.
+	local stray=0
+	if [[ $(psql_at tgt -c "SELECT count(*) FROM pgsync.table_sync WHERE job = 'ck' AND table_name = 't_nokey' AND state <> 'done'") == 1 ]]; then
+		psql_at tgt -c "INSERT INTO t_nokey VALUES (-1, 'stray')" >/dev/null
+		stray=1
+	fi
+	echo "# t_nokey unfinished before the resume: $stray" >&3
 	before_resume
 	resume
+	((stray == 0)) || [[ $output == *"emptied the tables whose copy in one piece an earlier attempt did not finish"* ]]
 	resumed_inserted_only_the_rest
 	all_identical
 }
