@@ -57,7 +57,7 @@ fail(struct apply_err *err, const struct cm_table *t, const char *what, PGconn *
 
 	snprintf(msg, sizeof(msg), "cannot %s of %s.%s on the target", what, t->schema, t->table);
 	if (pe)
-		apply_err_pg(err, EXIT_RUNTIME, pe, msg);
+		apply_err_pg(err, EXIT_RUNTIME, pe, "%s", msg);
 	else
 		apply_err_set(err, EXIT_RUNTIME, "%s: %s", msg, PQerrorMessage(meta));
 	return false;
