@@ -764,6 +764,7 @@ main(int argc, char **argv)
 		PQfinish(conn);
 	snapplan_free(&plan);
 	chunkdone_free(&done);
+	keycolls_free(&kc);
 	free(prog.st);
 	free(prog.logged);
 	free(snapshot_name);

@@ -777,9 +777,20 @@ chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char 
 	if (rc == EXIT_DONE && open_end)
 		add_range(&gaps, dup_values(cur, k->nkey), NULL);
 	free(mine);
-	for (int i = 0; i < gaps.n && rc == EXIT_DONE; i++)
-		rc = cut_gap(conn, qname, k, &gaps.r[i], jobs, est, &rs);
-	free(gaps.r);
+	{
+		/* cut_gap moves a gap's bounds into rs; those of gaps not reached
+		 * (after an overlap or a failed query) are freed here. */
+		int used = 0;
+
+		for (; used < gaps.n && rc == EXIT_DONE; used++)
+			rc = cut_gap(conn, qname, k, &gaps.r[used], jobs, est, &rs);
+		for (int i = used; i < gaps.n; i++)
+		{
+			chunkplan_values_free(gaps.r[i].lo, k->nkey);
+			chunkplan_values_free(gaps.r[i].hi, k->nkey);
+		}
+		free(gaps.r);
+	}
 	if (rc != EXIT_DONE)
 	{
 		chunkplan_ranges_free(rs.r, rs.n, k->nkey);
