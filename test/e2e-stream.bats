@@ -149,11 +149,6 @@ pipeline() {
 	set -e
 }
 
-# psql_is CLUSTER SQL VALUE (for wait_until)
-psql_is() {
-	[ "$(psql_at "$1" -c "$2")" = "$3" ]
-}
-
 # copying_in DB: a COPY runs in DB right now.
 copying_in() {
 	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$1' AND state = 'active' AND query LIKE 'COPY %'")" -gt 0 ]
@@ -212,7 +207,7 @@ applied_of() {
 	# Caught up: every table as on the source.
 	wait_until 30 same_tables live
 	# The slot follows the checkpoint file, never ahead of the target.
-	wait_until 30 psql_is src "SELECT confirmed_flush_lsn >= '$mid' FROM pg_replication_slots WHERE slot_name = 'live'" t
+	wait_until 30 sql_is src t "SELECT confirmed_flush_lsn >= '$mid' FROM pg_replication_slots WHERE slot_name = 'live'"
 	confirmed=$(psql_at src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'live'")
 	applied=$(applied_of live)
 	[ "$(psql_at src -c "SELECT '$confirmed'::pg_lsn <= '$applied'::pg_lsn")" = t ]

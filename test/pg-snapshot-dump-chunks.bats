@@ -140,10 +140,6 @@ SQL
 		ORDER BY table_name, lo::text[] NULLS FIRST) FROM pgsync.table_chunk WHERE job = 'example'")" = "log:-:-:1 users:{2}:{4}:2 users:{4}:-:0" ]
 }
 
-# sql_is CLUSTER EXPECTED SQL: the query's result is EXPECTED (for wait_until).
-sql_is() {
-	[ "$(psql_at "$1" -c "$3")" = "$2" ]
-}
 
 # in_chunks LSN TABLE OTHER: rows of TABLE on the target inside the chunks
 # recorded at LSN that OTHER (a table on the target) lacks, plus those of

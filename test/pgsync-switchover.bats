@@ -217,7 +217,7 @@ still_streaming() {
 		cat "$BATS_FILE_TMPDIR/sw.kill.log"
 		return 1
 	}
-	wait_until 30 test "$(psql_at tgt -c "SELECT count(*) FROM pgsync.fence")" = 0
+	wait_until 30 sql_is tgt 0 "SELECT count(*) FROM pgsync.fence"
 	roles_unfenced
 
 	pgs_bg "$BATS_FILE_TMPDIR/sw.kill2.log" sw switchover
@@ -256,7 +256,7 @@ fence_waits_on_lock() {
 	echo "BEGIN; ALTER ROLE sw_app2 IN DATABASE postgres SET default_transaction_read_only = off; SELECT 'held';" >&7
 	# Only the holder's own session: under load a session of an earlier
 	# test (a slow verify, say) can still be idle in a transaction here.
-	wait_until 60 test "$(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'sw_holder'")" = 1
+	wait_until 60 sql_is src 1 "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'sw_holder'"
 
 	pgs_bg "$BATS_FILE_TMPDIR/sw.fence.log" sw switchover
 	wait_until 60 fence_waits_on_lock

@@ -53,6 +53,13 @@ kill_test_pids() {
 	kill -9 $(<"$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
 }
 
+# sql_is CLUSTER EXPECTED SQL: the query's result is EXPECTED. For
+# wait_until, which runs it again each time; a "$(psql_at ...)" written
+# into wait_until's own arguments is read once and never changes.
+sql_is() {
+	[ "$(psql_at "$1" -c "$3")" = "$2" ]
+}
+
 # wait_until SECONDS COMMAND...
 # Run COMMAND every 0.1 s until it succeeds; fail after SECONDS.
 wait_until() {
