@@ -460,6 +460,18 @@ complete_chunks() {
 	[ "$status" = 2 ]
 	[[ $output == *'--done file "'*'" line 1: expected schema, table'* ]]
 	[ "${#lines[@]}" = 1 ]
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --done "$t/absent"
+	[ "$status" = 2 ]
+	[[ $output == *'cannot open --done file "'*'/absent": No such file or directory'* ]]
+	# The key collations file: the second line is short a field.
+	printf 'public\tbad_t\tv\tC\t\\N\npublic\tbad_t\tv\tC\n' >"$t/colls"
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --key-collations "$t/colls"
+	[ "$status" = 2 ]
+	[[ $output == *'--key-collations file "'*'" line 2: expected schema, table, column'* ]]
+	[ "${#lines[@]}" = 1 ]
+	run pg-snapshot-dump -d "$SRC_URL" --snapshot x --position 0/1 --publication pub_bad --chunked --key-collations "$t"
+	[ "$status" = 2 ]
+	[[ $output == *'cannot read --key-collations file "'*'": Is a directory'* ]]
 	printf 'public\tbad_t\t1\tid\t\\N\t5\npublic\tbad_t\t1\tid\t3\t9\n' >"$t/overlap"
 	start_group
 	run pg-snapshot-dump -d "$SRC_URL" --snapshot "$SNAP" --position "$LI" --publication pub_bad --chunked --done "$t/overlap" -q

@@ -9,7 +9,6 @@
 #include "record.h"
 #include "streamread.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,100 +60,90 @@ cmp_table(const void *a, const void *b)
 	return cmp_names(x->schema, x->name, y->schema, y->name);
 }
 
+/* What the reader of a --done file keeps between its lines. */
+struct done_read {
+	struct done_set *ds;
+	int cap;
+	const char *path;
+	struct buf tmp;
+};
+
+static bool
+done_line(void *ctx, struct field *fields, size_t nf, unsigned long lineno, char *err, size_t errlen)
+{
+	struct done_read *r = ctx;
+	struct done_set *ds = r->ds;
+	struct done_chunk *c;
+	bool ok = true;
+	int nkey;
+
+	/* The layout and the bound rule are the CHUNK record's (streamread). */
+	nkey = nf < 3 ? SR_CHUNK_LAYOUT : sr_chunk_fields(&fields[2], nf - 2, true);
+	if (nkey == SR_CHUNK_LAYOUT)
+	{
+		snprintf(err, errlen, "--done file \"%s\" line %lu: expected schema, table, a key column count, "
+				 "the key columns, the lo and the hi values", r->path, lineno);
+		return false;
+	}
+	if (ds->n == r->cap)
+	{
+		r->cap = r->cap ? r->cap * 2 : 64;
+		ds->c = xrealloc(ds->c, sizeof(*ds->c) * (size_t) r->cap);
+	}
+	c = &ds->c[ds->n++];
+	memset(c, 0, sizeof(*c));
+	c->nkey = nkey;
+	if (nkey == SR_CHUNK_VALUES)
+		ok = false;
+	{
+		char **names = take_values(fields, 2, &r->tmp, &ok);
+
+		if (names == NULL || names[0] == NULL || names[1] == NULL)
+			ok = false;
+		else
+		{
+			c->schema = names[0];
+			c->name = names[1];
+		}
+		free(names);
+	}
+	if (ok && nkey > 0)
+	{
+		c->cols = take_values(&fields[3], (int) nkey, &r->tmp, &ok);
+		c->lo = take_values(&fields[3 + nkey], (int) nkey, &r->tmp, &ok);
+		c->hi = take_values(&fields[3 + 2 * nkey], (int) nkey, &r->tmp, &ok);
+		if (c->cols == NULL)
+			ok = false;
+	}
+	if (!ok)
+	{
+		snprintf(err, errlen, "--done file \"%s\" line %lu: a malformed value, a NULL name, or a bound "
+				 "with some but not all values \\N", r->path, lineno);
+		return false;
+	}
+	return true;
+}
+
 bool
 chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	struct done_read r = {.ds = ds, .path = path, .tmp = BUF_INIT};
 	struct field fields[4 + 3 * MAX_KEY_COLS + 1];
-	struct buf tmp = BUF_INIT;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	unsigned long lineno = 0;
-	int cap_c = 0;
+	bool ok;
 
 	memset(ds, 0, sizeof(*ds));
-	if (f == NULL)
+	ok = rec_file_read(path, "--done", fields, sizeof(fields) / sizeof(fields[0]) - 1, done_line, &r, err,
+					   errlen);
+	buf_free(&r.tmp);
+	if (!ok)
 	{
-		snprintf(err, errlen, "cannot open --done file \"%s\": %s", path, strerror(errno));
+		chunkdone_free(ds);
 		return false;
-	}
-	while ((len = getline(&line, &cap, f)) >= 0)
-	{
-		struct done_chunk *c;
-		int nkey;
-		size_t nf;
-		bool ok = true;
-
-		lineno++;
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len == 0)
-			continue;
-		nf = rec_split(line, (size_t) len, fields, sizeof(fields) / sizeof(fields[0]) - 1);
-		/* The layout and the bound rule are the CHUNK record's (streamread). */
-		nkey = nf < 3 ? SR_CHUNK_LAYOUT : sr_chunk_fields(&fields[2], nf - 2, true);
-		if (nkey == SR_CHUNK_LAYOUT)
-		{
-			snprintf(err, errlen, "--done file \"%s\" line %lu: expected schema, table, a key column count, "
-					 "the key columns, the lo and the hi values", path, lineno);
-			goto fail;
-		}
-		if (ds->n == cap_c)
-		{
-			cap_c = cap_c ? cap_c * 2 : 64;
-			ds->c = xrealloc(ds->c, sizeof(*ds->c) * (size_t) cap_c);
-		}
-		c = &ds->c[ds->n++];
-		memset(c, 0, sizeof(*c));
-		c->nkey = nkey;
-		if (nkey == SR_CHUNK_VALUES)
-			ok = false;
-		{
-			char **names = take_values(fields, 2, &tmp, &ok);
-
-			if (names == NULL || names[0] == NULL || names[1] == NULL)
-				ok = false;
-			else
-			{
-				c->schema = names[0];
-				c->name = names[1];
-			}
-			free(names);
-		}
-		if (ok && nkey > 0)
-		{
-			c->cols = take_values(&fields[3], (int) nkey, &tmp, &ok);
-			c->lo = take_values(&fields[3 + nkey], (int) nkey, &tmp, &ok);
-			c->hi = take_values(&fields[3 + 2 * nkey], (int) nkey, &tmp, &ok);
-			if (c->cols == NULL)
-				ok = false;
-		}
-		if (!ok)
-		{
-			snprintf(err, errlen, "--done file \"%s\" line %lu: a malformed value, a NULL name, or a bound "
-					 "with some but not all values \\N", path, lineno);
-			goto fail;
-		}
-	}
-	if (ferror(f))
-	{
-		snprintf(err, errlen, "cannot read --done file \"%s\": %s", path, strerror(errno));
-		goto fail;
 	}
 	/* By table: each table finds its chunks by binary search. */
 	if (ds->n > 1)
 		qsort(ds->c, (size_t) ds->n, sizeof(*ds->c), cmp_table);
-	fclose(f);
-	free(line);
-	buf_free(&tmp);
 	return true;
-fail:
-	fclose(f);
-	free(line);
-	buf_free(&tmp);
-	chunkdone_free(ds);
-	return false;
 }
 
 void

@@ -4,7 +4,6 @@
 #include "escape.h"
 #include "record.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,66 +57,61 @@ take(const struct field *f, struct buf *tmp, bool *ok)
 	return is_null ? NULL : xstrdup(buf_cstr(tmp));
 }
 
+/* What the reader of a key collations file keeps between its lines. */
+struct kc_read {
+	struct key_colls *kc;
+	size_t cap;
+	const char *path;
+	struct buf tmp;
+};
+
+static bool
+keycolls_line(void *ctx, struct field *fields, size_t nf, unsigned long lineno, char *err, size_t errlen)
+{
+	struct kc_read *r = ctx;
+	struct key_colls *kc = r->kc;
+	struct key_coll *c;
+	bool ok = true;
+
+	if (kc->n == r->cap)
+	{
+		r->cap = r->cap ? 2 * r->cap : 32;
+		kc->c = xrealloc(kc->c, r->cap * sizeof(*kc->c));
+	}
+	c = &kc->c[kc->n++];
+	memset(c, 0, sizeof(*c));
+	if (nf != 5)
+		ok = false;
+	else
+	{
+		c->schema = take(&fields[0], &r->tmp, &ok);
+		c->table = take(&fields[1], &r->tmp, &ok);
+		c->column = take(&fields[2], &r->tmp, &ok);
+		c->coll = take(&fields[3], &r->tmp, &ok);
+		c->why = take(&fields[4], &r->tmp, &ok);
+	}
+	if (!ok || !c->schema || !c->table || !c->column || (!c->coll && !c->why))
+	{
+		snprintf(err, errlen, "--key-collations file \"%s\" line %lu: expected schema, table, column, "
+				 "a collation or \\N, and why not", r->path, lineno);
+		return false;
+	}
+	return true;
+}
+
 bool
 keycolls_read(const char *path, struct key_colls *kc, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	struct buf tmp = BUF_INIT;
+	struct kc_read r = {.kc = kc, .path = path, .tmp = BUF_INIT};
 	struct field fields[6];
-	char *line = NULL;
-	size_t cap = 0, ncap = 0;
-	ssize_t len;
-	unsigned long lineno = 0;
+	bool ok;
 
 	memset(kc, 0, sizeof(*kc));
-	if (f == NULL)
-	{
-		snprintf(err, errlen, "cannot open --key-collations file \"%s\": %s", path, strerror(errno));
-		return false;
-	}
-	while ((len = getline(&line, &cap, f)) >= 0)
-	{
-		struct key_coll *c;
-		bool ok = true;
-
-		lineno++;
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len == 0)
-			continue;
-		if (kc->n == ncap)
-		{
-			ncap = ncap ? 2 * ncap : 32;
-			kc->c = xrealloc(kc->c, ncap * sizeof(*kc->c));
-		}
-		c = &kc->c[kc->n];
-		memset(c, 0, sizeof(*c));
-		if (rec_split(line, (size_t) len, fields, 6) != 5)
-			ok = false;
-		else
-		{
-			c->schema = take(&fields[0], &tmp, &ok);
-			c->table = take(&fields[1], &tmp, &ok);
-			c->column = take(&fields[2], &tmp, &ok);
-			c->coll = take(&fields[3], &tmp, &ok);
-			c->why = take(&fields[4], &tmp, &ok);
-		}
-		kc->n++;
-		if (!ok || !c->schema || !c->table || !c->column || (!c->coll && !c->why))
-		{
-			snprintf(err, errlen, "--key-collations file \"%s\" line %lu: expected schema, table, column, "
-					 "a collation or \\N, and why not", path, lineno);
-			fclose(f);
-			free(line);
-			buf_free(&tmp);
-			keycolls_free(kc);
-			return false;
-		}
-	}
-	fclose(f);
-	free(line);
-	buf_free(&tmp);
-	return true;
+	ok = rec_file_read(path, "--key-collations", fields, 5, keycolls_line, &r, err, errlen);
+	buf_free(&r.tmp);
+	if (!ok)
+		keycolls_free(kc);
+	return ok;
 }
 
 void

@@ -1,7 +1,9 @@
 #include "record.h"
 #include "escape.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/time.h>
@@ -198,4 +200,38 @@ field_is_name(const struct field *f)
 		if (f->p[i] < 'A' || f->p[i] > 'Z')
 			return false;
 	return true;
+}
+
+bool
+rec_file_read(const char *path, const char *what, struct field *f, size_t max, rec_line_fn line,
+			  void *ctx, char *err, size_t errlen)
+{
+	FILE *file = fopen(path, "r");
+	char *text = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned long lineno = 0;
+	bool ok = true;
+
+	if (file == NULL)
+	{
+		snprintf(err, errlen, "cannot open %s file \"%s\": %s", what, path, strerror(errno));
+		return false;
+	}
+	while (ok && (len = getline(&text, &cap, file)) >= 0)
+	{
+		lineno++;
+		if (len > 0 && text[len - 1] == '\n')
+			text[--len] = '\0';
+		if (len > 0)
+			ok = line(ctx, f, rec_split(text, (size_t) len, f, max), lineno, err, errlen);
+	}
+	if (ok && ferror(file))
+	{
+		snprintf(err, errlen, "cannot read %s file \"%s\": %s", what, path, strerror(errno));
+		ok = false;
+	}
+	fclose(file);
+	free(text);
+	return ok;
 }

@@ -91,4 +91,16 @@ bool field_u64(const struct field *f, uint64_t *out);
 /* A record name: one or more of A-Z. */
 bool field_is_name(const struct field *f);
 
+/*
+ * A file of records in the stream's line syntax (the --done and
+ * --key-collations files): rec_file_read opens PATH, splits each non-empty
+ * line into at most MAX fields (as rec_split) and calls LINE for it, with
+ * its 1-based number. LINE returns false, with err set, to stop. WHAT
+ * names the file in the errors of opening and reading it ("--done").
+ */
+typedef bool (*rec_line_fn)(void *ctx, struct field *f, size_t nf, unsigned long lineno, char *err,
+							size_t errlen);
+bool rec_file_read(const char *path, const char *what, struct field *f, size_t max, rec_line_fn line,
+				   void *ctx, char *err, size_t errlen);
+
 #endif
