@@ -33,11 +33,11 @@ chaos_run() {
 }
 
 @test "chaos, pg-walcat | pg-apply: 6 faults of 6 kinds (kill -9, immediate restarts, terminated backends) leave every table identical and never acknowledge early" {
-	chaos_run pipe 40
+	chaos_run pipe 30
 }
 
 @test "chaos, pgsync bootstrap + run: 5 faults during the chunked copy (kill -9 of bootstrap, pg-snapshot-dump, pg-apply, both servers restarted) and 6 of 6 kinds while it streams leave every table identical, the job never needs a resync and never acknowledges early" {
-	chaos_run pgsync 30
+	chaos_run pgsync 25
 	[[ $output == *", ${COPY_FAULTS:-5} copy faults survived, 0 missed,"* ]]
 }
 

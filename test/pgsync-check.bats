@@ -263,6 +263,20 @@ objects_on() {
 	run pgs ck_pt check
 	[[ $output == *"ok    source: publication ck_pt_pub contains exactly the 1 configured tables"* ]]
 	[[ $output != *"partitioned"* ]]
+	# SELECT on the root alone: the copy reads through it, but bootstrap's
+	# pg_dump cannot lock the partitions.
+	psql_at src -c "REVOKE SELECT ON app.pt_2 FROM cs_src"
+	run pgs ck_pt check
+	[[ $output == *"warn  source: no SELECT on app.pt_2, a partition of app.pt: bootstrap cannot create the partitions the target lacks; fix: GRANT SELECT ON app.pt_2 TO cs_src"* ]]
+	[[ $output != *"partition of app.pt:"*"app.pt_1"* ]]
+	run pgs ck_pt bootstrap
+	[ "$status" -ne 0 ]
+	echo "$output"
+	[[ $output == *"permission denied for table pt_2"* ]]
+	pgs ck_pt cleanup --yes >/dev/null
+	psql_at src -c "GRANT SELECT ON app.pt_2 TO cs_src"
+	run pgs ck_pt check
+	[[ $output != *"a partition of"* ]]
 }
 
 @test "a table bootstrap would create uses types the target lacks: a failure for each, naming the type or its extension" {

@@ -130,6 +130,17 @@ WITH cfg AS (
          format('SELECT on %s', t.q), format('GRANT SELECT ON %s TO %I', t.q, current_user)
     FROM tbl t WHERE t.reloid IS NOT NULL AND t.relkind IN ('r', 'p')
   UNION ALL
+  -- The copy reads a partitioned table through its root, but bootstrap's
+  -- pg_dump locks each partition to read its definition, which takes
+  -- SELECT on it: without, bootstrap fails where the target lacks the table.
+  SELECT 10 + t.ord, 'warn',
+         format('no SELECT on %s, a partition of %s: bootstrap cannot create the partitions the target lacks', pc.q, t.q),
+         format('GRANT SELECT ON %s TO %I', pc.q, current_user)
+    FROM tbl t CROSS JOIN LATERAL pg_partition_tree(t.reloid) pt
+    CROSS JOIN LATERAL (SELECT format('%I.%I', n.nspname, c.relname) AS q
+                          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = pt.relid) pc
+   WHERE t.relkind = 'p' AND pt.level > 0 AND NOT has_table_privilege(pt.relid, 'SELECT')
+  UNION ALL
   SELECT 10 + t.ord,
          CASE WHEN t.relreplident = 'f' THEN 'warn'
               WHEN (t.relreplident = 'd' AND t.has_pk) OR (t.relreplident = 'i' AND t.has_ri) THEN 'ok'
