@@ -656,3 +656,35 @@ UPDATE c34.top SET day = 20 WHERE id = 2;
 UPDATE c34.top SET region = 'us' WHERE id = 4;
 UPDATE c34.top SET region = 'eu', day = 1 WHERE id = 5;
 DELETE FROM c34.top WHERE id IN (6, 7);
+
+-- case 35 14 | p35
+-- GENERATED ALWAYS identity columns on the target, which an UPDATE can only set to DEFAULT: as the key, beside another key column, outside the key, under replica identity full, and an update whose only other value is unchanged TOAST
+-- @schema
+CREATE SCHEMA c35;
+CREATE TABLE c35.k (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text, big text);
+ALTER TABLE c35.k ALTER COLUMN big SET STORAGE EXTERNAL;
+CREATE TABLE c35.pair (id bigint GENERATED ALWAYS AS IDENTITY, region text, v int, PRIMARY KEY (id, region));
+CREATE TABLE c35.seqcol (code text PRIMARY KEY, n bigint GENERATED ALWAYS AS IDENTITY, v int);
+CREATE TABLE c35.full (n int GENERATED ALWAYS AS IDENTITY, v text);
+ALTER TABLE c35.full REPLICA IDENTITY FULL;
+CREATE TABLE c35.onlybig (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, big text);
+ALTER TABLE c35.onlybig ALTER COLUMN big SET STORAGE EXTERNAL;
+-- @source
+INSERT INTO c35.k (v, big) SELECT 'k' || g, repeat(md5(g::text), 200) FROM generate_series(1, 30) g;
+INSERT INTO c35.pair (region, v) SELECT CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, g FROM generate_series(1, 20) g;
+INSERT INTO c35.seqcol (code, v) SELECT 'c' || g, g FROM generate_series(1, 20) g;
+INSERT INTO c35.full (v) SELECT 'f' || g FROM generate_series(1, 20) g;
+INSERT INTO c35.onlybig (big) SELECT repeat(md5(g::text), 200) FROM generate_series(1, 5) g;
+CREATE PUBLICATION p35 FOR TABLE c35.k, c35.pair, c35.seqcol, c35.full, c35.onlybig;
+-- @work
+INSERT INTO c35.k (v, big) VALUES ('new', repeat('x', 9000));
+UPDATE c35.k SET v = v || '!' WHERE id % 3 = 0;
+UPDATE c35.k SET big = big WHERE id IN (4, 5);
+UPDATE c35.onlybig SET big = big WHERE id = 2;
+UPDATE c35.pair SET region = 'ap' WHERE id IN (3, 4);
+UPDATE c35.pair SET v = v * 10 WHERE id > 15;
+UPDATE c35.seqcol SET v = -v WHERE v < 6;
+UPDATE c35.seqcol SET code = code || 'x' WHERE v > 15;
+UPDATE c35.full SET v = v || '.' WHERE n % 4 = 0;
+DELETE FROM c35.full WHERE n = 7;
+DELETE FROM c35.k WHERE id = 1;

@@ -77,6 +77,7 @@ conf_test() {
 @test "case 32: A generated column named in a column list (18) is published" { conf_test 32; }
 @test "case 33: Dropped columns, with a column list and without one, on two tables" { conf_test 33; }
 @test "case 34: Three levels of partitions, published via the root at two levels and a leaf by name: everything once, under the topmost published ancestor" { conf_test 34; }
+@test "case 35: GENERATED ALWAYS identity columns on the target, which an UPDATE can only set to DEFAULT: as the key, beside another key column, outside the key, under replica identity full, and an update whose only other value is unchanged TOAST" { conf_test 35; }
 
 @test "pgsync bootstrap + run of three publications (FOR TABLES IN SCHEMA, row filters, a column list) with a least-privilege source role equals a subscription to them" {
 	local m ran=""

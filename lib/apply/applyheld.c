@@ -111,11 +111,16 @@ static const int multi_rows[] = {32, 8, 1};
 #define MULTI_VALUES PIPELINE_MAX_PARAMS
 
 /* The multi-row signature of a held row into sig (row count 0 for now);
- * returns the values per row. */
+ * returns the values per row, or -1 for a row the single-row statement
+ * must apply: one with a GENERATED ALWAYS identity column to compare
+ * (rowstmt.c), or with nothing to set but such a key. */
 static int
 held_sig(struct buf *sig, const struct rc_rel *rel, const struct field *v)
 {
-	int nset = 0, per_row = 0;
+	int nset = 0, per_row = 0, plain_keys = 0;
+
+	if (rel->always_nonkey)
+		return -1;
 
 	stmtsig_start(sig, 'V', 0);
 	for (int i = 0; i < rel->ncols; i++)
@@ -123,12 +128,15 @@ held_sig(struct buf *sig, const struct rc_rel *rel, const struct field *v)
 		bool set = !rel->cols[i].key && !field_is_unchanged(v[i].p, v[i].n);
 
 		nset += set;
+		plain_keys += rel->cols[i].key && !rel->cols[i].always;
 		stmtsig_col(sig, set, rel->cols[i].key ? STMTSIG_COMPARE : STMTSIG_NONE);
 	}
+	if (nset == 0 && plain_keys == 0)
+		return -1;
 	/* Only unchanged values: set the key to itself, as rowstmt does. */
 	for (int i = 0; i < rel->ncols; i++)
 	{
-		if (nset == 0 && rel->cols[i].key)
+		if (nset == 0 && rel->cols[i].key && !rel->cols[i].always)
 			stmtsig_mark_set(sig->data, i);
 		per_row += stmtsig_sets(sig->data, i) || rel->cols[i].key;
 	}
@@ -201,9 +209,11 @@ held_send(struct held *h, struct apply_err *err)
 		struct rc_rel *rel = row.rel;
 		int per_row;
 
-		if (text_key(rel))
+		per_row = text_key(rel) ? -1 : held_sig(&h->row_sig, rel, row.vals);
+		if (per_row < 0)
 		{
-			/* Keys compared as text: the single-row statement knows how. */
+			/* Keys compared as text, or an identity column to compare
+			 * (held_sig): the single-row statement knows how. */
 			struct sr_record rec = {.type = SR_UPDATE, .kind = 'N', .newv = row.vals};
 
 			ok = (run.n == 0 || send_run(h, &run, err)) &&
@@ -211,7 +221,6 @@ held_send(struct held *h, struct apply_err *err)
 			pipeline_params_reset(h->pl);
 			continue;
 		}
-		per_row = held_sig(&h->row_sig, rel, row.vals);
 		if (run.n > 0 && (rel != run.rel || run.n == run.max_rows || h->row_sig.len != h->run_sig.len ||
 						  memcmp(h->row_sig.data, h->run_sig.data, h->run_sig.len) != 0) &&
 			!(ok = send_run(h, &run, err)))

@@ -208,7 +208,7 @@ static const char cols_sql[] =
 	" EXISTS (SELECT 1 FROM pg_catalog.pg_opclass oc JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod"
 	"   WHERE am.amname = 'btree' AND oc.opcdefault"
 	"     AND oc.opcintype = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END),"
-	" pg_catalog.format_type(a.atttypid, a.atttypmod)"
+	" pg_catalog.format_type(a.atttypid, a.atttypmod), a.attidentity = 'a'"
 	" FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 	" LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
 	" LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
@@ -319,7 +319,7 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 					  "table %s is not part of this job's snapshot: add it to replication.tables and resync", name);
 		return NULL;
 	}
-	res = conn_query(meta, cols_sql, 2, params, 4, &pe);
+	res = conn_query(meta, cols_sql, 2, params, 5, &pe);
 	if (res == NULL)
 	{
 		apply_err_pg(err, EXIT_RUNTIME, &pe, "cannot read the columns of %s on the target", name);
@@ -355,10 +355,12 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 		cols[i].key = srel->cols[i].key;
 		cols[i].text_cmp = strcmp(PQgetvalue(res, row, 2), "t") != 0;
 		cols[i].fulltype = xstrdup(PQgetvalue(res, row, 3));
+		cols[i].always = strcmp(PQgetvalue(res, row, 4), "t") == 0;
 		h = hash_bytes(h, cols[i].name, strlen(cols[i].name) + 1);
 		h = hash_bytes(h, cols[i].type, strlen(cols[i].type) + 1);
 		h = hash_bytes(h, &cols[i].key, 1);
 		h = hash_bytes(h, &cols[i].text_cmp, 1);
+		h = hash_bytes(h, &cols[i].always, 1);
 	}
 	PQclear(res);
 	h = hash_bytes(h, &srel->ncols, sizeof(srel->ncols));
@@ -391,8 +393,12 @@ relcache_get(struct relcache *rc, PGconn *meta, struct sr_rel *srel,
 	r->layout_hash = h;
 	free(r->keymask);
 	r->keymask = xcalloc(r->ncols ? (size_t) r->ncols : 1, sizeof(bool));
+	r->always_nonkey = false;
 	for (int i = 0; i < r->ncols; i++)
+	{
 		r->keymask[i] = cols[i].key;
+		r->always_nonkey |= cols[i].always && !cols[i].key;
+	}
 	if (!read_merge_ok(meta, params, r, name, err))
 		return NULL;
 	r->gen = srel->gen;
@@ -511,6 +517,11 @@ relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql)
 			if (stmtsig_sets(sig, i))
 			{
 				buf_printf(sql, "%s%s = $%d", any ? ", " : "", rel->cols[i].qname, p++);
+				any = true;
+			}
+			else if (stmtsig_sets_itself(sig, i))
+			{
+				buf_printf(sql, "%s%s = %s", any ? ", " : "", rel->cols[i].qname, rel->cols[i].qname);
 				any = true;
 			}
 	}

@@ -24,6 +24,9 @@ struct rc_col {
 	char *fulltype;				/* with modifier, as error messages name it */
 	bool key;					/* replica identity key per the stream */
 	bool text_cmp;				/* no default btree equality: compare as text */
+	/* GENERATED ALWAYS AS IDENTITY on the target: an UPDATE can only set it
+	 * to DEFAULT, so it is never set, only compared (rowstmt.c). */
+	bool always;
 };
 
 /* A prepared statement, by its signature (stmtsig.h). */
@@ -60,6 +63,7 @@ struct rc_rel {
 	bool trig_replica;			/* has triggers that fire in replica mode (A, R) */
 	bool trig_origin;			/* has triggers that fire otherwise (A, O: FK checks too) */
 	bool *keymask;				/* ncols: cols[i].key */
+	bool always_nonkey;			/* a column not in the key is cols[i].always */
 	uint32_t held;				/* rows of this table the applier holds back */
 };
 

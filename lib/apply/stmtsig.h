@@ -8,7 +8,8 @@
  * Layout: op (I insert, U update, D delete, V update of several rows by
  * key), then the kind (- N K O: which values the WHERE compares, as in the
  * stream; for V the row count), then two marks per column: SET ('s' set,
- * '-' not) and WHERE ('v' compare with a value, 'n' IS NULL, '-' not used).
+ * '-' not, 'r' set to itself, without a value) and WHERE ('v' compare with a
+ * value, 'n' IS NULL, '-' not used).
  * Parameters: the SET columns in column order, then the 'v' columns; for V,
  * per row each column that is set or compared, once, in column order.
  */
@@ -75,6 +76,19 @@ static inline void
 stmtsig_mark_set(char *sig, int col)
 {
 	sig[2 + 2 * col] = 's';
+}
+
+/* "col = col": an update that must change a row but has no value to set. */
+static inline bool
+stmtsig_sets_itself(const char *sig, int col)
+{
+	return sig[2 + 2 * col] == 'r';
+}
+
+static inline void
+stmtsig_mark_itself(char *sig, int col)
+{
+	sig[2 + 2 * col] = 'r';
 }
 
 /* The WHERE mark of col: STMTSIG_COMPARE, STMTSIG_IS_NULL or STMTSIG_NONE. */
