@@ -3,9 +3,9 @@
 
 /* A table as relcache_get() would resolve it, built by hand: no database. */
 static struct rc_col cols[] = {
-	{"id", "\"id\"", "pg_catalog.int4", "integer", true, false},
-	{"name", "\"name\"", "pg_catalog.bpchar", "character(5)", false, false},
-	{"doc", "\"doc\"", "pg_catalog.json", "json", false, true},
+	{"id", "\"id\"", "pg_catalog.int4", "integer", true, false, false},
+	{"name", "\"name\"", "pg_catalog.bpchar", "character(5)", false, false, false},
+	{"doc", "\"doc\"", "pg_catalog.json", "json", false, true, false},
 };
 static struct rc_rel rel = {.gen = 1, .display = "public.t", .qname = "\"public\".\"t\"", .ncols = 3, .cols = cols};
 
@@ -38,6 +38,8 @@ main(void)
 			  " AND \"name\" IS NULL AND \"doc\"::pg_catalog.text = $2::pg_catalog.json::pg_catalog.text LIMIT 1)"
 			  " AND \"id\" = $1::pg_catalog.int4 AND \"name\" IS NULL AND \"doc\"::pg_catalog.text = $2::pg_catalog.json::pg_catalog.text");
 	CHECK_STR(sql_of("DK-v----"), "DELETE FROM \"public\".\"t\" WHERE \"id\" = $1::pg_catalog.int4");
+	/* Nothing to set (only unchanged TOAST): a column set to itself, no value. */
+	CHECK_STR(sql_of("UN-vr---"), "UPDATE \"public\".\"t\" SET \"name\" = \"name\" WHERE \"id\" = $1::pg_catalog.int4");
 
 	/* One statement per signature, found again, named uniquely. */
 	s1 = relcache_stmt(rc, &rel, "UN-vs---", 8, &sql, &created);
