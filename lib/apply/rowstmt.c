@@ -51,6 +51,14 @@ same_value(const struct field *a, const struct field *b)
 	return a->n == b->n && memcmp(a->p, b->p, a->n) == 0;
 }
 
+/* The value column i is compared with: its old one, or, for an identity
+ * column outside the old values, its new one. */
+static const struct field *
+compared_value(const struct rc_rel *rel, const struct sr_record *rec, const struct field *where, int i)
+{
+	return rec->kind != 'O' && !rel->cols[i].key ? &rec->newv[i] : &where[i];
+}
+
 bool
 rowstmt_update_delete(struct pipeline *pl, struct buf *sig, struct rc_rel *rel,
 					  const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn,
@@ -69,15 +77,13 @@ rowstmt_update_delete(struct pipeline *pl, struct buf *sig, struct rc_rel *rel,
 		bool inwhere = kind == 'O' || rel->cols[i].key;
 		bool set = upd && !field_is_unchanged(rec->newv[i].p, rec->newv[i].n) &&
 			!(kind == 'N' && rel->cols[i].key);
-		const struct field *cmp = &where[i];
+		const struct field *cmp = compared_value(rel, rec, where, i);
 		char w = STMTSIG_NONE;
 
 		if (upd && rel->cols[i].always && set)
 		{
 			if (inwhere && !same_value(&where[i], &rec->newv[i]))
 				return always_changed(rel, i, xid, commit_lsn, err);
-			if (!inwhere)
-				cmp = &rec->newv[i];
 			set = false;
 			inwhere = true;
 		}
@@ -101,7 +107,12 @@ rowstmt_update_delete(struct pipeline *pl, struct buf *sig, struct rc_rel *rel,
 	if (upd && nset == 0)
 	{
 		if (itself < 0)
-			return always_changed(rel, 0, xid, commit_lsn, err);
+		{
+			apply_err_set(err, EXIT_UNSUPPORTED,
+						  "cannot apply update to %s: every column is GENERATED ALWAYS AS IDENTITY on the target, "
+						  "which an UPDATE cannot set", rel->display);
+			return false;
+		}
 		stmtsig_mark_itself(sig->data, itself);
 	}
 
@@ -110,12 +121,7 @@ rowstmt_update_delete(struct pipeline *pl, struct buf *sig, struct rc_rel *rel,
 		if (stmtsig_sets(sig->data, i) && !pipeline_param(pl, (size_t) n++, upd ? &rec->newv[i] : &where[i]))
 			return pipeline_bad_value(rel, upd ? "update" : "delete", err);
 	for (int i = 0; i < rel->ncols; i++)
-	{
-		/* An identity column outside the old values is compared with its new one. */
-		const struct field *cmp = kind != 'O' && !rel->cols[i].key ? &rec->newv[i] : &where[i];
-
-		if (stmtsig_compares(sig->data, i) && !pipeline_param(pl, (size_t) n++, cmp))
+		if (stmtsig_compares(sig->data, i) && !pipeline_param(pl, (size_t) n++, compared_value(rel, rec, where, i)))
 			return pipeline_bad_value(rel, upd ? "update" : "delete", err);
-	}
 	return pipeline_stmt(pl, rel, sig->data, sig->len, &p, 0, n, err);
 }
