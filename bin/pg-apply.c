@@ -179,7 +179,14 @@ commit_batch(void)
 	A.commit_due = false;
 	if (!A.batch_dirty && (A.ap == NULL || !applier_txn_open(A.ap)))
 		return true;
-	if (A.in && !input_settle(A.in))
+	/*
+	 * Only between source transactions: the progress row says A.applied,
+	 * which ends at the last COMMIT read. A batch due while its frame was
+	 * unverified reaches here again at each line of the next transaction,
+	 * and the frame may check out in its middle: committing then would keep
+	 * part of that transaction beyond the recorded position.
+	 */
+	if (A.txn_sent || (A.in && !input_settle(A.in)))
 	{
 		A.commit_due = true;
 		return true;
@@ -501,7 +508,10 @@ on_line(const char *line, size_t len)
 		case SR_UPDATE:
 		case SR_DELETE:
 		case SR_TRUNCATE:
-			if (!A.skipping && !apply_change(&rec, &err))
+			if (A.skipping)
+				break;
+			A.txn_sent = true;
+			if (!apply_change(&rec, &err))
 			{
 				applyrecover_session(&A, &err);
 				return false;
@@ -520,6 +530,7 @@ on_line(const char *line, size_t len)
 			}
 			if (rec.end_lsn > A.applied)
 				A.applied = rec.end_lsn;
+			A.txn_sent = false;
 			snprintf(A.batch_commit_time, sizeof(A.batch_commit_time), "%.*s", (int) rec.time.n, rec.time.p);
 			A.batch_txns++;
 			A.batch_dirty = true;

@@ -397,6 +397,15 @@ applier_rollback(struct applier *a, struct apply_err *err)
 	return true;
 }
 
+void
+applier_abandon(struct applier *a, const char *why)
+{
+	held_drop(a->held);
+	a->run_rel = NULL;
+	a->run_rows = 0;
+	pipeline_abandon(a->pl, why);
+}
+
 static bool
 setup_cmd(PGconn *conn, const char *sql, struct apply_err *err)
 {

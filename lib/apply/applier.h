@@ -76,6 +76,10 @@ bool applier_commit(struct applier *a, lsn_t applied, const char *commit_time,
 /* Discard everything sent since the last commit. */
 bool applier_rollback(struct applier *a, struct apply_err *err);
 
+/* The same on the way out after an error, waiting for nothing
+ * (pipeline_abandon()): 'why' is what a COPY in flight fails with. */
+void applier_abandon(struct applier *a, const char *why);
+
 /* The batch should be committed at the next source transaction boundary
  * although no limit is reached: a row has been changed too often in it. */
 bool applier_wants_commit(const struct applier *a);

@@ -112,7 +112,25 @@ applyreport_tick(struct apply_state *a)
 	applyreport_heartbeat(a, false, false, "STREAMING");
 }
 
-/* Everything not committed is rolled back by closing the session. */
+/*
+ * End the open target transaction by rollback before the session closes: a
+ * COPY in flight fails with the error (a success would hand the server the
+ * rows sent so far), then the session goes. Nothing waits on the target.
+ */
+static void
+abandon_batch(struct apply_state *a, const char *why)
+{
+	char msg[300];
+
+	if (a->conn == NULL)
+		return;
+	snprintf(msg, sizeof(msg), "pg-apply stopped: %s", why);
+	if (a->ap)
+		applier_abandon(a->ap, msg);
+	PQfinish(a->conn);
+	a->conn = NULL;
+}
+
 void
 applyreport_fail(struct apply_state *a, const struct apply_err *err)
 {
@@ -120,17 +138,14 @@ applyreport_fail(struct apply_state *a, const struct apply_err *err)
 	{
 		/* Stopped by a signal while the target was busy: a clean stop. */
 		log_info("%s", err->msg);
-		if (a->conn)
-			PQfinish(a->conn);
-		a->conn = NULL;
+		abandon_batch(a, err->msg);
 		applyreport_checkpoint(a, true);
 		applyreport_heartbeat(a, true, true, "STOPPED");
 		exit(EXIT_DONE);
 	}
 	log_error("%s", err->msg);
+	abandon_batch(a, err->msg);
 	applyreport_checkpoint(a, true);
-	if (a->conn)
-		PQfinish(a->conn);
 	exit(err->code);
 }
 

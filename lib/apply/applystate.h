@@ -66,6 +66,9 @@ struct apply_state {
 
 	/* the source transaction being read */
 	bool skipping;
+	/* some change of it is in the open batch: the batch holds part of a
+	 * transaction and A.applied does not cover it, so it must not commit */
+	bool txn_sent;
 	uint64_t xid;
 	lsn_t commit_lsn;
 
@@ -92,5 +95,6 @@ apply_state_batch_clear(struct apply_state *a)
 	a->batch_bytes = a->batch_txns = 0;
 	a->batch_start_ms = 0;
 	a->batch_commit_time[0] = '\0';
+	a->txn_sent = false;
 }
 #endif

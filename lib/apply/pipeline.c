@@ -480,3 +480,24 @@ pipeline_copy_end(struct pipeline *pl, const char *abort_msg, const struct pendi
 	pl->synced = true;
 	return true;
 }
+
+void
+pipeline_abandon(struct pipeline *pl, const char *why)
+{
+	if (PQstatus(pl->conn) != CONNECTION_OK)
+		return;
+	if (pl->in_copy)
+	{
+		pl->in_copy = false;
+		(void) PQputCopyEnd(pl->conn, why);
+		(void) PQflush(pl->conn);
+		return;					/* the COPY's error aborts the transaction */
+	}
+	if (!pl->txn_open || PQpipelineStatus(pl->conn) == PQ_PIPELINE_OFF)
+		return;
+	/* A Sync first: after an error the server skips everything up to one. */
+	if (PQpipelineSync(pl->conn) && PQsendQueryParams(pl->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0))
+		(void) PQpipelineSync(pl->conn);
+	(void) PQflush(pl->conn);
+	pl->txn_open = false;
+}

@@ -90,4 +90,12 @@ bool pipeline_copy_end(struct pipeline *pl, const char *abort_msg, const struct 
 					   struct apply_err *err);
 bool pipeline_in_copy(const struct pipeline *pl);
 
+/*
+ * On the way out after an error: a COPY in flight fails with 'why' (never
+ * ends as a success), and a ROLLBACK of the open transaction is sent behind
+ * everything queued. Waits for nothing: the session is closed next, which
+ * rolls back on the server too; this only makes the end explicit.
+ */
+void pipeline_abandon(struct pipeline *pl, const char *why);
+
 #endif
