@@ -191,3 +191,31 @@ reset_target() {
 	done
 	echo "# $flips bit flips: $rejected rejected, $clean applied whole; none left part of a transaction" >&3
 }
+
+@test "SIGTERM and SIGKILL at seeded moments of a multi-batch apply leave whole transactions only (ATOMIC_KILLS, 6 by default)" {
+	local d=$BATS_TEST_TMPDIR i kills=${ATOMIC_KILLS:-6} pid sig status delay stopped=0 killed=0 completed=0
+	# Thirty transactions of 100 rows of 640 bytes, read through a pipe
+	# that delivers them in pieces, so the signal finds the apply anywhere:
+	# inside a COPY, between statements, waiting for a commit.
+	gen_stream "$d/s" $(for i in $(seq 1 30); do printf '%d:100:640 ' "$i"; done) >"$d/list"
+	RANDOM=35
+	for ((i = 0; i < kills; i++)); do
+		reset_target
+		sig=$((i % 2 ? 9 : 15)) delay=$((RANDOM % 150))
+		{ split -n l/20 --filter='cat; sleep 0.02' "$d/s"; } |
+			pg-apply -d "$tgt_URL" --job kills --max-batch-bytes 64kB 2>"$d/err" &
+		pid=$!
+		echo "$pid" >>"$BATS_TEST_TMPDIR/pids"
+		sleep "0.$(printf '%03d' $((100 + delay)))"
+		kill -"$sig" "$pid" 2>/dev/null || true
+		status=0
+		wait "$pid" || status=$?
+		case $status in
+			0) ((sig == 15)) && stopped=$((stopped + 1)) || completed=$((completed + 1)) ;;
+			137) killed=$((killed + 1)) ;;
+			*) echo "signal $sig: exit $status: $(<"$d/err")"; return 1 ;;
+		esac
+		whole_transactions_only "$d/list" kills || { echo "(signal $sig after 0.$((100 + delay)) s)"; return 1; }
+	done
+	echo "# $kills signals: $stopped stopped cleanly by SIGTERM, $killed killed, $completed too late; whole transactions only" >&3
+}
