@@ -12,14 +12,29 @@ ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
 ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 
 LIB_INCLUDE = $(foreach d,$(LIB_DIRS),-I lib/$(d))
-CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
-	$(LIB_INCLUDE) -I $(PG_INCLUDE) $(ZSTD_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS_BASE = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
+	-I $(PG_INCLUDE) $(ZSTD_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS_ALL = $(CFLAGS_BASE) $(LIB_INCLUDE)
 LDLIBS_ALL = -L $(PG_LIBDIR) -lpq $(ZSTD_LIBS) -lpthread -lm
 
 PROGS := $(patsubst %.c,%,$(wildcard bin/*.c))
-# lib/ is grouped by subsystem (lib/README.md); every folder is on the
-# include path, so a header is named by its file name alone.
+# pg-apply's own modules: its state, how it reports and exits, how it
+# replaces a lost session. They see all of pg-apply's state and call exit():
+# program code, not library, so they are not in libpgsync.a.
+APPLY_PROG_SRC := $(wildcard bin/apply/*.c)
+APPLY_PROG_HDR := $(wildcard bin/apply/*.h)
+APPLY_PROG_OBJ := $(patsubst bin/apply/%.c,build/bin/apply/%.o,$(APPLY_PROG_SRC))
+# lib/ is grouped by subsystem (lib/README.md). A folder's modules see only
+# the folders below it (LAYER_<folder>), so an include that runs back up
+# does not compile; programs and tests see every folder. A header is named
+# by its file name alone.
 LIB_DIRS := base source stream apply snapshot config
+LAYER_base := base
+LAYER_stream := base stream
+LAYER_source := base stream source
+LAYER_snapshot := base stream source snapshot
+LAYER_apply := base stream apply
+LAYER_config := base config
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
 LIB_HDR := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.h))
 LIB_OBJ := $(patsubst lib/%.c,build/lib/%.o,$(LIB_SRC))
@@ -28,26 +43,38 @@ UNIT_BIN := $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard test/fuzz/*_fuzz.c)
 
 .SECONDARY:
-.PHONY: all check unit bats sanitize demo bench install clean deps check-versions fuzz FORCE
+.PHONY: layer-flags all check unit bats sanitize demo bench install clean deps check-versions fuzz FORCE
 
 all: $(PROGS)
 
-# Rebuild everything when the compiler or flags change.
+# Rebuild everything when the compiler, the flags or the set of modules
+# change (a module moved away must leave the archive).
+BUILD_ID = $(CC) $(CFLAGS_ALL) $(LDLIBS_ALL) $(LIB_OBJ) $(APPLY_PROG_OBJ)
 build/.flags: FORCE
 	@mkdir -p build
-	@echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' > $@
+	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' > $@
 
 build/lib/%.o: lib/%.c $(LIB_HDR) build/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+	$(CC) $(CFLAGS_BASE) $(foreach d,$(LAYER_$(firstword $(subst /, ,$*))),-I lib/$(d)) -c -o $@ $<
 
 # An archive, so each program links only the modules it uses.
-build/libpgsync.a: $(LIB_OBJ)
+build/libpgsync.a: $(LIB_OBJ) build/.flags
 	@rm -f $@
 	ar rcs $@ $(LIB_OBJ)
 
+build/bin/apply/%.o: bin/apply/%.c $(APPLY_PROG_HDR) $(LIB_HDR) build/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -I bin/apply -c -o $@ $<
+
+# The link map tells which modules each program links (scripts/layering).
+bin/pg-apply: $(APPLY_PROG_OBJ) $(APPLY_PROG_HDR)
 bin/%: bin/%.c build/libpgsync.a $(LIB_HDR) build/.flags
-	$(CC) $(CFLAGS_ALL) -o $@ $< build/libpgsync.a $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -I bin/apply -o $@ $< $(filter build/bin/%.o,$^) build/libpgsync.a $(LDLIBS_ALL) -Wl,-Map,build/$*.map
+
+# The include flags of lib/$(DIR)'s modules, for test/layering.bats.
+layer-flags:
+	@echo $(foreach d,$(LAYER_$(DIR)),-I lib/$(d))
 
 build/unit/%: test/unit/%.c test/unit/unit.h build/libpgsync.a build/.flags
 	@mkdir -p build/unit

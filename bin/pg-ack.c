@@ -195,7 +195,7 @@ print_result(const struct opts *o, lsn_t before, lsn_t after)
 	if (o->json)
 	{
 		buf_puts(&b, "{\"slot\":");
-		json_string(&b, o->slot);
+		buf_json_string(&b, o->slot);
 		buf_printf(&b, ",\"previous_lsn\":\"%s\",\"confirmed_lsn\":\"%s\"}\n",
 				   lsn_format(before, l1), lsn_format(after, l2));
 	}

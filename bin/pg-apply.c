@@ -4,9 +4,9 @@
  * in the same transaction as the changes it covers; a checkpoint file
  * repeats the durable position for pg-walcat --ack-file and pg-ack.
  * Here: options, the main loop and what each record does. The checkpoint
- * file, heartbeat and exit on error are in lib/apply/applyreport.c, replacing a
- * lost target session in lib/apply/applyrecover.c, their shared state in
- * lib/apply/applystate.h.
+ * file, heartbeat and exit on error are in bin/apply/applyreport.c, replacing a
+ * lost target session in bin/apply/applyrecover.c, their shared state in
+ * bin/apply/applystate.h: pg-apply's own modules, not library.
  */
 #include "applier.h"
 #include "applyrecover.h"
@@ -159,8 +159,8 @@ static bool
 apply_change(const struct sr_record *rec, struct apply_err *err)
 {
 	if (A.cf != NULL && A.commit_lsn < chunkfilter_until(A.cf))
-		return chunkfilter_change(A.cf, A.ap, rec, A.xid, A.commit_lsn, err);
-	return applier_change(A.ap, rec, A.xid, A.commit_lsn, err);
+		return chunkfilter_change(A.cf, A.ap, rec, err);
+	return applier_change(A.ap, rec, err);
 }
 
 /* --- batches ----------------------------------------------------------- */
@@ -493,6 +493,7 @@ on_line(const char *line, size_t len)
 		case SR_BEGIN:
 			A.xid = rec.xid;
 			A.commit_lsn = rec.lsn;
+			applier_set_txn(A.ap, rec.xid, rec.lsn);
 			/* Below the target's progress at the header: applied before.
 			 * Read it to its COMMIT and drop it. (Never compared with what
 			 * this stream promised: positions only grow within a stream,

@@ -193,12 +193,12 @@ print_created(const struct opts *o, const char *slot, lsn_t lsn, const char *sna
 	if (o->json)
 	{
 		buf_puts(&b, "{\"slot\":");
-		json_string(&b, slot);
+		buf_json_string(&b, slot);
 		buf_puts(&b, ",\"consistent_lsn\":");
-		json_string(&b, l);
+		buf_json_string(&b, l);
 		buf_puts(&b, ",\"snapshot\":");
 		if (snapshot)
-			json_string(&b, snapshot);
+			buf_json_string(&b, snapshot);
 		else
 			buf_puts(&b, "null");
 		buf_puts(&b, "}\n");

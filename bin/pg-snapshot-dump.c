@@ -464,9 +464,9 @@ write_progress_file(struct progress *p, const char *state)
 
 	totals(p, &rows, &bytes, &estimate, &done);
 	buf_puts(&b, "{\"state\":");
-	json_string(&b, state);
+	buf_json_string(&b, state);
 	buf_puts(&b, ",\"snapshot\":");
-	json_string(&b, p->snapshot);
+	buf_json_string(&b, p->snapshot);
 	buf_printf(&b, ",\"position\":\"%s\",\"elapsed_ms\":%llu,\"tables_total\":%d,\"tables_done\":%d,"
 			   "\"rows_copied\":%llu,\"bytes_copied\":%llu,\"rows_estimate\":",
 			   lsn_format(p->o->position, lsn), (unsigned long long) (now_ms() - p->start_ms),
@@ -479,9 +479,9 @@ write_progress_file(struct progress *p, const char *state)
 		const struct snap_tstat *s = &p->st[i];
 
 		buf_puts(&b, i ? ",{\"schema\":" : "{\"schema\":");
-		json_string(&b, t->schema);
+		buf_json_string(&b, t->schema);
 		buf_puts(&b, ",\"table\":");
-		json_string(&b, t->name);
+		buf_json_string(&b, t->name);
 		buf_printf(&b, ",\"state\":\"%s\",\"parts\":%d,\"parts_done\":%d,\"rows_copied\":%llu,"
 				   "\"bytes_copied\":%llu,\"rows_estimate\":",
 				   s->done ? "done" : s->started ? "copying" : "pending", t->nparts, s->parts_done,

@@ -47,8 +47,7 @@ struct applier {
 	/* The current run of inserts into one table. */
 	struct rc_rel *run_rel;
 	uint64_t run_gen;
-	uint64_t run_xid;
-	lsn_t run_commit;
+	struct apply_txn run_txn;	/* the transaction its first row came in */
 	size_t run_rows;
 	struct buf run_buf;			/* rows not yet sent, COPY text, LF-terminated */
 	/*
@@ -117,10 +116,9 @@ applier_rows(const struct applier *a)
 
 /* An UPDATE or DELETE sent now, counted for the hot row rule. */
 static bool
-update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid,
-			  lsn_t commit_lsn, struct apply_err *err)
+update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, struct apply_err *err)
 {
-	if (!rowstmt_update_delete(a->pl, &a->sig, rel, rec, xid, commit_lsn, err))
+	if (!rowstmt_update_delete(a->pl, &a->sig, rel, rec, err))
 		return false;
 	hot_count(a, rel, rowstmt_where_values(rec));
 	return true;
@@ -132,8 +130,7 @@ update_delete(struct applier *a, struct rc_rel *rel, const struct sr_record *rec
 static struct pending
 run_pending(const struct applier *a)
 {
-	struct pending p = {.kind = PK_COPY, .op = 'I', .rel = a->run_rel, .xid = a->run_xid,
-						.commit_lsn = a->run_commit};
+	struct pending p = {.kind = PK_COPY, .op = 'I', .rel = a->run_rel, .txn = a->run_txn};
 
 	return p;
 }
@@ -180,8 +177,11 @@ run_as_statements(struct applier *a, struct apply_err *err)
 {
 	struct rc_rel *rel = a->run_rel;
 	const struct run_val *v = (const struct run_val *) a->run_vals.data;
+	struct apply_txn now = pipeline_txn(a->pl);
 	bool ok = true;
 
+	/* Buffered rows are the run's, however many transactions it spans. */
+	pipeline_set_txn(a->pl, a->run_txn);
 	for (size_t r = 0; ok && r < a->run_rows; r++)
 	{
 		for (int i = 0; i < rel->ncols; i++, v++)
@@ -189,8 +189,9 @@ run_as_statements(struct applier *a, struct apply_err *err)
 			a->fields[i].p = a->run_buf.data + v->off;
 			a->fields[i].n = v->len;
 		}
-		ok = rowstmt_insert(a->pl, &a->sig, rel, a->fields, a->run_xid, a->run_commit, err);
+		ok = rowstmt_insert(a->pl, &a->sig, rel, a->fields, err);
 	}
+	pipeline_set_txn(a->pl, now);
 	buf_reset(&a->run_buf);
 	buf_reset(&a->run_vals);
 	return ok;
@@ -262,10 +263,9 @@ resolve(struct applier *a, struct sr_rel *srel, struct apply_err *err)
 }
 
 static bool
-truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn,
-			  struct apply_err *err)
+truncate_rels(struct applier *a, const struct sr_record *rec, struct apply_err *err)
 {
-	struct pending p = {.kind = PK_TRUNCATE, .op = 'T', .xid = xid, .commit_lsn = commit_lsn};
+	struct pending p = {.kind = PK_TRUNCATE, .op = 'T'};
 
 	for (size_t i = 0; i < rec->ntrunc; i++)
 		if (resolve(a, rec->trunc_rels[i], err) == NULL)
@@ -290,25 +290,21 @@ truncate_rels(struct applier *a, const struct sr_record *rec, uint64_t xid, lsn_
 }
 
 bool
-applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols,
-					 const char *const *colls, bool has_lo,
-					 bool has_hi, const char *const *bounds, uint64_t xid, lsn_t commit_lsn,
-					 struct apply_err *err)
+applier_range_delete(struct applier *a, struct sr_rel *srel, const struct range_delete *r, struct apply_err *err)
 {
-	struct pending p = {.kind = PK_TRUNCATE, .op = 'T', .xid = xid, .commit_lsn = commit_lsn};
+	struct pending p = {.kind = PK_TRUNCATE, .op = 'T'};
 
 	a->rows++;
 	if ((p.rel = resolve(a, srel, err)) == NULL)
 		return false;
 	if (!send_held(a, err) || !pipeline_begin(a->pl, err))
 		return false;
-	relcache_range_delete_sql(p.rel, nkey, cols, colls, has_lo, has_hi, &a->sql);
-	return pipeline_sql_params(a->pl, buf_cstr(&a->sql), nkey * (has_lo + has_hi), bounds, &p, err);
+	relcache_range_delete_sql(p.rel, r, &a->sql);
+	return pipeline_sql_params(a->pl, buf_cstr(&a->sql), r->nkey * (r->has_lo + r->has_hi), r->bounds, &p, err);
 }
 
 static bool
-insert(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid,
-	   lsn_t commit_lsn, struct apply_err *err)
+insert(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, struct apply_err *err)
 {
 	/* A held row whose key comes back was deleted in between: in order. */
 	if (held_has(a->held, rel, rec->newv) && !send_held(a, err))
@@ -321,38 +317,36 @@ insert(struct applier *a, struct rc_rel *rel, const struct sr_record *rec, uint6
 	{
 		a->run_rel = rel;
 		a->run_gen = rel->gen;
-		a->run_xid = xid;
-		a->run_commit = commit_lsn;
+		a->run_txn = pipeline_txn(a->pl);
 		a->run_rows = 0;
 		buf_reset(&a->run_buf);
 		buf_reset(&a->run_vals);
 		return run_add(a, rec, err);
 	}
-	return rowstmt_insert(a->pl, &a->sig, rel, rec->newv, xid, commit_lsn, err);
+	return rowstmt_insert(a->pl, &a->sig, rel, rec->newv, err);
 }
 
 bool
-applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
-			   lsn_t commit_lsn, struct apply_err *err)
+applier_change(struct applier *a, const struct sr_record *rec, struct apply_err *err)
 {
 	struct rc_rel *rel;
 	bool in_order;
 
 	a->rows++;
 	if (rec->type == SR_TRUNCATE)
-		return truncate_rels(a, rec, xid, commit_lsn, err);
+		return truncate_rels(a, rec, err);
 	if ((rel = resolve(a, rec->rel, err)) == NULL)
 		return false;
 	if (rec->type == SR_INSERT)
-		return insert(a, rel, rec, xid, commit_lsn, err);
+		return insert(a, rel, rec, err);
 	if (a->merge && held_mergeable(a->held, rel, rec))
 	{
-		if (held_put(a->held, rel, rec, xid, commit_lsn))
+		if (held_put(a->held, rel, rec))
 			return true;
 		/* Full: send what is held and hold this one; too big alone: send. */
 		if (!send_held(a, err))
 			return false;
-		if (held_put(a->held, rel, rec, xid, commit_lsn))
+		if (held_put(a->held, rel, rec))
 			return true;
 	}
 	/*
@@ -364,7 +358,19 @@ applier_change(struct applier *a, const struct sr_record *rec, uint64_t xid,
 		(rec->type == SR_DELETE && rec->kind == 'K' && !held_has(a->held, rel, rec->oldv));
 	if (!end_run(a, err) || (!in_order && !held_send(a->held, err)) || !pipeline_begin(a->pl, err))
 		return false;
-	return update_delete(a, rel, rec, xid, commit_lsn, err);
+	return update_delete(a, rel, rec, err);
+}
+
+void
+applier_set_txn(struct applier *a, uint64_t xid, lsn_t commit_lsn)
+{
+	pipeline_set_txn(a->pl, (struct apply_txn) {xid, commit_lsn});
+}
+
+lsn_t
+applier_commit_lsn(const struct applier *a)
+{
+	return pipeline_txn(a->pl).commit_lsn;
 }
 
 bool

@@ -48,21 +48,23 @@ void applier_free(struct applier *a);
 /* The metadata connection was replaced (it was lost on its own). */
 void applier_set_meta(struct applier *a, PGconn *meta);
 
-/* Apply one INSERT, UPDATE, DELETE or TRUNCATE of source transaction xid. */
-bool applier_change(struct applier *a, const struct sr_record *rec,
-					uint64_t xid, lsn_t commit_lsn, struct apply_err *err);
+/*
+ * The source transaction whose changes follow (at its BEGIN): every
+ * statement and error names it (struct apply_txn, applyerr.h), and the
+ * chunk filter judges its changes by its commit position.
+ */
+void applier_set_txn(struct applier *a, uint64_t xid, lsn_t commit_lsn);
+lsn_t applier_commit_lsn(const struct applier *a);
+
+/* Apply one INSERT, UPDATE, DELETE or TRUNCATE of the current transaction. */
+bool applier_change(struct applier *a, const struct sr_record *rec, struct apply_err *err);
 
 /*
- * Empty the key range (lo, hi] of srel, after everything sent before it:
- * nkey key columns (the stream's column numbers cols); bounds holds the lo
- * values (when has_lo, else lo is unbounded), then the hi values (when
- * has_hi), as text; colls (NULL: none) the collation each key column
- * compares under (NULL: its own). What a TRUNCATE leaves of a table copied
- * in chunks (lib/apply/chunkfilter.h); any row count is right.
+ * Empty the key range r of srel, after everything sent before it: what a
+ * TRUNCATE leaves of a table copied in chunks (lib/apply/chunkfilter.h);
+ * any row count is right.
  */
-bool applier_range_delete(struct applier *a, struct sr_rel *srel, int nkey, const int *cols,
-						  const char *const *colls, bool has_lo,
-						  bool has_hi, const char *const *bounds, uint64_t xid, lsn_t commit_lsn,
+bool applier_range_delete(struct applier *a, struct sr_rel *srel, const struct range_delete *r,
 						  struct apply_err *err);
 
 /*

@@ -179,7 +179,7 @@ applyerr_check_count(const struct pending *p, const PGresult *res, struct apply_
 					  ? "cannot apply update to %s: no row on the target matches key (%s) for %ld of %d merged updates, the last of source transaction %llu (commit LSN %s)"
 					  : "cannot apply update to %s: more rows on the target than updates match key (%s) (%ld for %d merged updates), the last of source transaction %llu (commit LSN %s)",
 					  p->rel->display, keys, n < p->nrows ? (long) p->nrows - n : n, p->nrows,
-					  (unsigned long long) p->xid, lsn_format(p->commit_lsn, l));
+					  (unsigned long long) p->txn.xid, lsn_format(p->txn.commit_lsn, l));
 		return false;
 	}
 	if (p->kind == PK_CHANGE && p->nrows <= 1 && (p->op == 'U' || p->op == 'D') && n != 1)
@@ -198,13 +198,13 @@ applyerr_check_count(const struct pending *p, const PGresult *res, struct apply_
 		if (n == 0)
 			apply_err_set(err, EXIT_UNSUPPORTED,
 						  "cannot apply %s to %s: no row on the target matches key (%s) of source transaction %llu (commit LSN %s)%s",
-						  op_name(p->op), p->rel->display, keys, (unsigned long long) p->xid,
-						  lsn_format(p->commit_lsn, l), always_note(p));
+						  op_name(p->op), p->rel->display, keys, (unsigned long long) p->txn.xid,
+						  lsn_format(p->txn.commit_lsn, l), always_note(p));
 		else
 			apply_err_set(err, EXIT_UNSUPPORTED,
 						  "cannot apply %s to %s: %ld rows on the target match key (%s) of source transaction %llu (commit LSN %s)",
-						  op_name(p->op), p->rel->display, n, keys, (unsigned long long) p->xid,
-						  lsn_format(p->commit_lsn, l));
+						  op_name(p->op), p->rel->display, n, keys, (unsigned long long) p->txn.xid,
+						  lsn_format(p->txn.commit_lsn, l));
 		return false;
 	}
 	if (p->kind == PK_PROGRESS && n != 1)

@@ -21,14 +21,25 @@ enum pend_kind {
 	PK_COMMIT, PK_ROLLBACK, PK_SYNC, PK_DEALLOCATE,
 };
 
+/*
+ * The source transaction a statement belongs to, which its error names: the
+ * apply error context (as the built-in apply worker keeps one). The
+ * pipeline holds the current one and stamps every statement it sends with
+ * it; what is sent later than read (held updates, a buffered insert run)
+ * sends under its own (pipeline_set_txn()).
+ */
+struct apply_txn {
+	uint64_t xid;
+	lsn_t commit_lsn;
+};
+
 /* One statement whose result has not been read yet. */
 struct pending {
 	unsigned char kind;			/* enum pend_kind */
 	char op;					/* I U D T */
 	char kind2;					/* UPDATE/DELETE: N K O */
 	struct rc_rel *rel;
-	uint64_t xid;
-	lsn_t commit_lsn;
+	struct apply_txn txn;
 	uint16_t nrows;				/* UPDATE of several held rows at once: how many */
 };
 

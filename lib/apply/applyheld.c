@@ -78,11 +78,11 @@ held_mergeable(const struct held *h, const struct rc_rel *rel, const struct sr_r
 }
 
 bool
-held_put(struct held *h, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn)
+held_put(struct held *h, struct rc_rel *rel, const struct sr_record *rec)
 {
 	size_t before = coalesce_rows(h->rows);
 
-	if (!coalesce_put(h->rows, rel, rel->ncols, rel->keymask, rec->newv, xid, commit_lsn))
+	if (!coalesce_put(h->rows, rel, rel->ncols, rel->keymask, rec->newv, pipeline_txn(h->pl)))
 		return false;
 	rel->held += (uint32_t) (coalesce_rows(h->rows) - before);
 	return true;
@@ -148,8 +148,7 @@ struct run {
 	struct rc_rel *rel;
 	int n, per_row, max_rows;
 	size_t nv;
-	uint64_t xid;				/* of the last row, for messages */
-	lsn_t commit_lsn;
+	struct apply_txn txn;		/* of the last row, for messages */
 };
 
 /* Send the run (signature h->run_sig) in statements of multi_rows; empty it. */
@@ -160,11 +159,11 @@ send_run(struct held *h, struct run *r, struct apply_err *err)
 
 	buf_reset(&h->sig);
 	buf_append(&h->sig, h->run_sig.data, h->run_sig.len);
+	pipeline_set_txn(h->pl, r->txn);
 	for (int done = 0, k = 0; ok && done < r->n;)
 	{
 		int rows = multi_rows[k];
-		struct pending p = {.kind = PK_CHANGE, .op = 'U', .kind2 = 'N', .rel = r->rel, .xid = r->xid,
-							.commit_lsn = r->commit_lsn, .nrows = (uint16_t) rows};
+		struct pending p = {.kind = PK_CHANGE, .op = 'U', .kind2 = 'N', .rel = r->rel, .nrows = (uint16_t) rows};
 
 		if (r->n - done < rows || rows * r->per_row > MULTI_VALUES)
 		{
@@ -198,6 +197,7 @@ held_send(struct held *h, struct apply_err *err)
 	struct co_row row;
 	struct run run = {0};
 	size_t cur = 0;
+	struct apply_txn now = pipeline_txn(h->pl);
 	bool ok;
 
 	if (coalesce_rows(h->rows) == 0)
@@ -216,8 +216,9 @@ held_send(struct held *h, struct apply_err *err)
 			 * (held_sig): the single-row statement knows how. */
 			struct sr_record rec = {.type = SR_UPDATE, .kind = 'N', .newv = row.vals};
 
-			ok = (run.n == 0 || send_run(h, &run, err)) &&
-				rowstmt_update_delete(h->pl, &h->sig, rel, &rec, row.xid, row.commit_lsn, err);
+			ok = run.n == 0 || send_run(h, &run, err);
+			pipeline_set_txn(h->pl, row.txn);
+			ok = ok && rowstmt_update_delete(h->pl, &h->sig, rel, &rec, err);
 			pipeline_params_reset(h->pl);
 			continue;
 		}
@@ -239,12 +240,13 @@ held_send(struct held *h, struct apply_err *err)
 			if ((stmtsig_sets(h->run_sig.data, i) || rel->cols[i].key) &&
 				!pipeline_param(h->pl, run.nv++, &row.vals[i]))
 				ok = pipeline_bad_value(rel, "update", err);
-		run.xid = row.xid;
-		run.commit_lsn = row.commit_lsn;
+		run.txn = row.txn;
 		run.n++;
 	}
 	if (ok && run.n > 0)
 		ok = send_run(h, &run, err);
+	/* Each held row went out under its own transaction; back to the one read. */
+	pipeline_set_txn(h->pl, now);
 	held_drop(h);
 	return ok;
 }

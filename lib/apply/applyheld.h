@@ -35,9 +35,8 @@ bool held_mergeable(const struct held *h, const struct rc_rel *rel, const struct
 /* Is the row of rel with these values' key held? */
 bool held_has(const struct held *h, const struct rc_rel *rel, const struct field *vals);
 
-/* Hold the update. False when there is no room: send the held rows, then try again. */
-bool held_put(struct held *h, struct rc_rel *rel, const struct sr_record *rec, uint64_t xid,
-			  lsn_t commit_lsn);
+/* Hold the update, under the pipeline's current error context. False when there is no room: send the held rows, then try again. */
+bool held_put(struct held *h, struct rc_rel *rel, const struct sr_record *rec);
 
 /* Forget the held rows (abandoned with the batch). */
 void held_drop(struct held *h);

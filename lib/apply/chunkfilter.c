@@ -106,7 +106,7 @@ judge(struct chunkfilter *cf, struct cm_table *t, const struct field *vals, stru
  * replica identity full.
  */
 static bool
-insert_moved(struct chunkfilter *cf, struct applier *ap, const struct sr_record *rec, uint64_t xid,
+insert_moved(struct chunkfilter *cf, struct applier *ap, const struct sr_record *rec,
 			 lsn_t c, struct apply_err *err)
 {
 	struct sr_record ins = *rec;
@@ -145,12 +145,12 @@ insert_moved(struct chunkfilter *cf, struct applier *ap, const struct sr_record 
 	ins.newv = cf->vals;
 	ins.copy_row = cf->row.data;
 	ins.copy_len = cf->row.len;
-	return applier_change(ap, &ins, xid, c, err);
+	return applier_change(ap, &ins, err);
 }
 
 static bool
 update(struct chunkfilter *cf, struct applier *ap, struct cm_table *t, const struct sr_record *rec,
-	   uint64_t xid, lsn_t c, struct apply_err *err)
+	   lsn_t c, struct apply_err *err)
 {
 	const struct field *oldv = rec->kind == 'N' ? rec->newv : rec->oldv;
 	struct sr_record del;
@@ -177,9 +177,9 @@ update(struct chunkfilter *cf, struct applier *ap, struct cm_table *t, const str
 			if (!applies(t, cf->k2, c, &new_applies, err))
 				return false;
 			if (old_applies && new_applies)
-				return applier_change(ap, rec, xid, c, err);
+				return applier_change(ap, rec, err);
 			if (new_applies)
-				return insert_moved(cf, ap, rec, xid, c, err);
+				return insert_moved(cf, ap, rec, c, err);
 			if (!old_applies)
 			{
 				cf->skipped++;
@@ -190,7 +190,7 @@ update(struct chunkfilter *cf, struct applier *ap, struct cm_table *t, const str
 			del = *rec;
 			del.type = SR_DELETE;
 			del.newv = NULL;
-			return applier_change(ap, &del, xid, c, err);
+			return applier_change(ap, &del, err);
 		}
 	}
 	if (!old_applies)
@@ -198,7 +198,7 @@ update(struct chunkfilter *cf, struct applier *ap, struct cm_table *t, const str
 		cf->skipped++;
 		return true;
 	}
-	return applier_change(ap, rec, xid, c, err);
+	return applier_change(ap, rec, err);
 }
 
 /*
@@ -207,7 +207,7 @@ update(struct chunkfilter *cf, struct applier *ap, struct cm_table *t, const str
  * are emptied (the others were copied after it and hold what followed).
  */
 static bool
-truncate_tables(struct chunkfilter *cf, struct applier *ap, const struct sr_record *rec, uint64_t xid,
+truncate_tables(struct chunkfilter *cf, struct applier *ap, const struct sr_record *rec,
 				lsn_t c, struct apply_err *err)
 {
 	struct sr_record tr = *rec;
@@ -241,8 +241,10 @@ truncate_tables(struct chunkfilter *cf, struct applier *ap, const struct sr_reco
 				cf->bounds[nb++] = ch->lo[j].p;
 			for (int j = 0; ch->hi && j < t->nkey; j++)
 				cf->bounds[nb++] = ch->hi[j].p;
-			if (!applier_range_delete(ap, rec->trunc_rels[i], t->nkey, t->colidx, t->server ? t->coll : NULL,
-									  ch->lo != NULL, ch->hi != NULL, cf->bounds, xid, c, err))
+			struct range_delete r = {t->nkey, t->colidx, t->server ? t->coll : NULL, ch->lo != NULL,
+								  ch->hi != NULL, cf->bounds};
+
+			if (!applier_range_delete(ap, rec->trunc_rels[i], &r, err))
 				return false;
 		}
 	}
@@ -250,25 +252,26 @@ truncate_tables(struct chunkfilter *cf, struct applier *ap, const struct sr_reco
 		return true;
 	tr.trunc_rels = cf->trunc;
 	tr.ntrunc = n;
-	return applier_change(ap, &tr, xid, c, err);
+	return applier_change(ap, &tr, err);
 }
 
 bool
 chunkfilter_change(struct chunkfilter *cf, struct applier *ap, const struct sr_record *rec,
-				   uint64_t xid, lsn_t c, struct apply_err *err)
+				   struct apply_err *err)
 {
+	lsn_t c = applier_commit_lsn(ap);
 	struct cm_table *t;
 	bool apply;
 
 	if (rec->type == SR_TRUNCATE)
-		return truncate_tables(cf, ap, rec, xid, c, err);
+		return truncate_tables(cf, ap, rec, c, err);
 	if ((t = chunkmap_table(cf->map, rec->rel, err)) == NULL)
-		return err->code == 0 && applier_change(ap, rec, xid, c, err);
+		return err->code == 0 && applier_change(ap, rec, err);
 	/* Past the table's last chunk: nothing of it is filtered any more. */
 	if (c >= t->max_lsn)
-		return applier_change(ap, rec, xid, c, err);
+		return applier_change(ap, rec, err);
 	if (rec->type == SR_UPDATE)
-		return update(cf, ap, t, rec, xid, c, err);
+		return update(cf, ap, t, rec, c, err);
 	if (!judge(cf, t, rec->type == SR_INSERT ? rec->newv : rec->oldv, cf->k1, &cf->kb1, c, &apply, err))
 		return false;
 	if (!apply)
@@ -276,5 +279,5 @@ chunkfilter_change(struct chunkfilter *cf, struct applier *ap, const struct sr_r
 		cf->skipped++;
 		return true;
 	}
-	return applier_change(ap, rec, xid, c, err);
+	return applier_change(ap, rec, err);
 }

@@ -44,13 +44,14 @@ uint64_t chunkfilter_skipped(const struct chunkfilter *cf);
 void chunkfilter_lookups(const struct chunkfilter *cf, uint64_t *n, uint64_t *us);
 
 /*
- * Apply the INSERT, UPDATE, DELETE or TRUNCATE rec of source transaction xid
- * committed at commit_lsn, or what of it the copy does not hold already.
+ * Apply the INSERT, UPDATE, DELETE or TRUNCATE rec of the applier's current
+ * transaction (applier_set_txn()), or what of it the copy, by that
+ * transaction's commit position, does not hold already.
  * False with err set (the applier's errors, or exit 5 when the change cannot
  * be judged or rewritten: a key value missing, a moved row whose unchanged
  * TOASTed value the stream does not carry).
  */
 bool chunkfilter_change(struct chunkfilter *cf, struct applier *ap, const struct sr_record *rec,
-						uint64_t xid, lsn_t commit_lsn, struct apply_err *err);
+						struct apply_err *err);
 
 #endif

@@ -184,10 +184,12 @@ add_chunk(struct chunkmap *m, struct cm_table *t, const char *const *lo, const c
 }
 
 bool
-chunkmap_add(struct chunkmap *m, const char *schema, const char *table, int nkey,
-			 const char *const *key_columns, const char *const *lo, const char *const *hi,
-			 lsn_t lsn, struct apply_err *err)
+chunkmap_add(struct chunkmap *m, const struct cm_chunk_spec *c, struct apply_err *err)
 {
+	const char *schema = c->schema, *table = c->table;
+	int nkey = c->nkey;
+	const char *const *key_columns = c->key_columns, *const *lo = c->lo, *const *hi = c->hi;
+	lsn_t lsn = c->lsn;
 	struct cm_table *t = find_table(m, schema, table);
 	bool same = t != NULL && t->nkey == nkey;
 
@@ -608,8 +610,12 @@ loader_flush(struct loader *L, struct apply_err *err)
 	if (L->nkey > 0 && L->j != L->nkey)
 		ok = bad_row(L->schema, L->table, err);
 	else
-		ok = chunkmap_add(L->m, L->schema, L->table, L->nkey, v, L->lo_null ? NULL : v + CM_MAX_KEY,
-						  L->hi_null ? NULL : v + 2 * CM_MAX_KEY, L->lsn, err);
+	{
+		struct cm_chunk_spec c = {L->schema, L->table, L->nkey, v, L->lo_null ? NULL : v + CM_MAX_KEY,
+								  L->hi_null ? NULL : v + 2 * CM_MAX_KEY, L->lsn};
+
+		ok = chunkmap_add(L->m, &c, err);
+	}
 	loader_clear(L);
 	return ok;
 }

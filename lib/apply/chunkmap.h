@@ -30,62 +30,12 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
+#include "cmtable.h"
 #include "keyorder.h"
 #include "lsn.h"
 #include "record.h"
 #include "relcache.h"
 #include "streamread.h"
-
-/* Key columns of one chunk at most: an index has at most 32 (INDEX_MAX_KEYS). */
-#define CM_MAX_KEY CHUNK_MAX_KEY
-
-/* "No chunk holds this key yet": the chunk's later copy will have it. */
-#define CM_NOT_COPIED UINT64_MAX
-
-/* A key or bound value: its text and, for an integer column, its value. */
-struct cm_val {
-	const char *p;
-	size_t n;
-	int64_t i;
-};
-
-struct cm_chunk {
-	struct cm_val *lo, *hi;		/* nkey values each; NULL: unbounded */
-	lsn_t lsn;
-};
-
-enum cm_kind { CM_INT, CM_UUID, CM_SERVER };
-
-struct cm_srv;
-
-struct chunkmap;
-
-struct cm_table {
-	struct chunkmap *map;
-	char *schema, *table;
-	int nkey;					/* 0: copied in one piece */
-	char **key_columns;			/* nkey names */
-	struct cm_chunk *chunks;	/* by hi once resolved; unbounded hi last */
-	size_t nchunks, cap;
-	lsn_t min_lsn, max_lsn;
-
-	/* Resolved against the stream's description of the table. */
-	const struct sr_rel *srel;
-	uint64_t gen;
-	int *colidx;				/* nkey: the stream's column of each key column */
-	enum cm_kind *kind;			/* nkey */
-	uint32_t *typoid;			/* nkey: the stream's type OIDs */
-	bool sorted;
-
-	/* Server-ordered (a key column that is not int or uuid): chunks are
-	 * in load order, placed by the target (chunkserver.c). */
-	bool server;
-	const struct key_type **ktype;	/* nkey */
-	const char **coll;			/* nkey: the target collation, quoted; NULL: none */
-	struct cm_srv *srv;
-};
-
-struct chunkmap;
 
 /* kc: the key collations file's lines (NULL: none), kept by the caller. */
 struct chunkmap *chunkmap_new(void);
@@ -98,9 +48,13 @@ void chunkmap_free(struct chunkmap *m);
  * for an unbounded side). Values are the key's text as PostgreSQL prints it.
  * False with err set (exit 5) when the table's chunks disagree on their key.
  */
-bool chunkmap_add(struct chunkmap *m, const char *schema, const char *table, int nkey,
-				  const char *const *key_columns, const char *const *lo, const char *const *hi,
-				  lsn_t lsn, struct apply_err *err);
+struct cm_chunk_spec {
+	const char *schema, *table;
+	int nkey;
+	const char *const *key_columns, *const *lo, *const *hi;
+	lsn_t lsn;
+};
+bool chunkmap_add(struct chunkmap *m, const struct cm_chunk_spec *c, struct apply_err *err);
 
 /* The largest position of any chunk (0 when there are none). */
 lsn_t chunkmap_max_lsn(const struct chunkmap *m);

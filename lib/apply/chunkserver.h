@@ -10,7 +10,7 @@
 #include <libpq-fe.h>
 
 #include "applyerr.h"
-#include "chunkmap.h"
+#include "cmtable.h"
 
 /*
  * The table's chunks into temporary table pg_temp.pgsync_chunk_ID on meta

@@ -13,8 +13,7 @@
  */
 struct entry {
 	void *rel;
-	uint64_t xid;
-	lsn_t commit_lsn;
+	struct apply_txn txn;
 	uint64_t hash;
 	uint32_t size;				/* whole entry, padded */
 	int32_t ncols;
@@ -132,7 +131,7 @@ coalesce_has(const struct coalesce *c, const void *rel, int ncols, const bool *k
 
 bool
 coalesce_put(struct coalesce *c, void *rel, int ncols, const bool *key,
-			 const struct field *vals, uint64_t xid, lsn_t commit_lsn)
+			 const struct field *vals, struct apply_txn txn)
 {
 	uint64_t h = key_hash(rel, ncols, key, vals);
 	struct entry *old = NULL, *e;
@@ -165,8 +164,7 @@ coalesce_put(struct coalesce *c, void *rel, int ncols, const bool *key,
 
 	e = (struct entry *) (c->arena + c->len);
 	e->rel = rel;
-	e->xid = xid;
-	e->commit_lsn = commit_lsn;
+	e->txn = txn;
 	e->hash = h;
 	e->size = (uint32_t) size;
 	e->ncols = ncols;
@@ -223,8 +221,7 @@ coalesce_next(struct coalesce *c, size_t *cursor, struct co_row *row)
 			c->scratch[i].n = len[i];
 		}
 		row->rel = e->rel;
-		row->xid = e->xid;
-		row->commit_lsn = e->commit_lsn;
+		row->txn = e->txn;
 		row->ncols = e->ncols;
 		row->vals = c->scratch;
 		return true;

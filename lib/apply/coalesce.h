@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "applyerr.h"
 #include "lsn.h"
 #include "record.h"
 
@@ -30,8 +31,7 @@ struct coalesce;
 /* One held row, as coalesce_next() hands it out. */
 struct co_row {
 	void *rel;					/* the caller's table handle */
-	uint64_t xid;				/* source transaction of the last merged update */
-	lsn_t commit_lsn;
+	struct apply_txn txn;		/* source transaction of the last merged update */
 	int ncols;
 	const struct field *vals;	/* raw stream fields (COPY-escaped, \N, \U) */
 };
@@ -56,7 +56,7 @@ bool coalesce_has(const struct coalesce *c, const void *rel, int ncols, const bo
  * not fit an empty arena must be sent on its own.
  */
 bool coalesce_put(struct coalesce *c, void *rel, int ncols, const bool *key,
-				  const struct field *vals, uint64_t xid, lsn_t commit_lsn);
+				  const struct field *vals, struct apply_txn txn);
 
 /*
  * Each held row once (in the order of its last update; rows of a table

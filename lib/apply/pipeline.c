@@ -37,6 +37,7 @@ struct pipeline {
 
 	bool txn_open;
 	bool in_copy;
+	struct apply_txn txn;		/* the statements' error context (applyerr.h) */
 
 	/* Parameters of the statement being built: reused, nothing allocated per row. */
 	struct buf vals;
@@ -207,10 +208,25 @@ drain(struct pipeline *pl, size_t upto, bool block, struct apply_err *err)
 	}
 }
 
+void
+pipeline_set_txn(struct pipeline *pl, struct apply_txn txn)
+{
+	pl->txn = txn;
+}
+
+struct apply_txn
+pipeline_txn(const struct pipeline *pl)
+{
+	return pl->txn;
+}
+
 static bool
 push(struct pipeline *pl, const struct pending *p, struct apply_err *err)
 {
-	pl->ring[(pl->head + pl->npend) % RING_SIZE] = *p;
+	struct pending *slot = &pl->ring[(pl->head + pl->npend) % RING_SIZE];
+
+	*slot = *p;
+	slot->txn = pl->txn;
 	pl->npend++;
 	pl->synced = p->kind == PK_SYNC;
 	if (++pl->since_consume >= CONSUME_EVERY)

@@ -69,6 +69,10 @@ bool pipeline_bad_value(const struct rc_rel *rel, const char *op, struct apply_e
 bool pipeline_stmt(struct pipeline *pl, struct rc_rel *rel, const char *sig, size_t siglen,
 				   const struct pending *p, size_t base, int nparams, struct apply_err *err);
 
+/* The apply error context every statement sent from now on carries. */
+void pipeline_set_txn(struct pipeline *pl, struct apply_txn txn);
+struct apply_txn pipeline_txn(const struct pipeline *pl);
+
 /* Wait until every result sent so far is in and checked. */
 bool pipeline_wait(struct pipeline *pl, struct apply_err *err);
 

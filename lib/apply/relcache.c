@@ -563,9 +563,13 @@ key_row(const struct rc_rel *rel, int nkey, const int *cols, const char *const *
 }
 
 void
-relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols, const char *const *colls,
-						  bool has_lo, bool has_hi, struct buf *sql)
+relcache_range_delete_sql(const struct rc_rel *rel, const struct range_delete *r, struct buf *sql)
 {
+	int nkey = r->nkey;
+	const int *cols = r->cols;
+	const char *const *colls = r->colls;
+	bool has_lo = r->has_lo, has_hi = r->has_hi;
+
 	buf_reset(sql);
 	buf_printf(sql, "DELETE FROM %s", rel->qname);
 	if (has_lo)

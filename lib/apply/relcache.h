@@ -113,13 +113,21 @@ bool relcache_retired(struct relcache *rc, char *name, size_t len);
 void relcache_sql(const struct rc_rel *rel, const char *sig, struct buf *sql);
 
 /*
- * DELETE of the rows whose key (nkey columns, cols their numbers) lies in
- * ($1.., $n..]: above the lo values when has_lo, at or below the hi values
- * when has_hi, compared as a row, as the source ordered the chunks: under
- * collation colls[j] (quoted) where colls and it are not NULL.
+ * A key range (lo, hi] of a table to empty: nkey key columns (cols, the
+ * stream's column numbers), compared as a row as the source ordered the
+ * chunks, under collation colls[j] (quoted) where colls and it are not
+ * NULL; bounds holds the lo values when has_lo (else lo is unbounded), then
+ * the hi values when has_hi, as text.
  */
-void relcache_range_delete_sql(const struct rc_rel *rel, int nkey, const int *cols,
-							   const char *const *colls, bool has_lo,
-							   bool has_hi, struct buf *sql);
+struct range_delete {
+	int nkey;
+	const int *cols;
+	const char *const *colls;
+	bool has_lo, has_hi;
+	const char *const *bounds;
+};
+
+/* DELETE of the rows whose key lies in r ($1.. the bounds). */
+void relcache_range_delete_sql(const struct rc_rel *rel, const struct range_delete *r, struct buf *sql);
 
 #endif

@@ -20,7 +20,7 @@
 
 /* INSERT of the fields of one COPY row (rel->ncols of them). sig is scratch. */
 bool rowstmt_insert(struct pipeline *pl, struct buf *sig, struct rc_rel *rel, const struct field *v,
-					uint64_t xid, lsn_t commit_lsn, struct apply_err *err);
+					struct apply_err *err);
 
 /*
  * UPDATE or DELETE of rec. sig is scratch and holds the statement's
@@ -28,8 +28,7 @@ bool rowstmt_insert(struct pipeline *pl, struct buf *sig, struct rc_rel *rel, co
  * rowstmt_where_values() identify the row).
  */
 bool rowstmt_update_delete(struct pipeline *pl, struct buf *sig, struct rc_rel *rel,
-						   const struct sr_record *rec, uint64_t xid, lsn_t commit_lsn,
-						   struct apply_err *err);
+						   const struct sr_record *rec, struct apply_err *err);
 
 /* The values an UPDATE or DELETE of rec finds its row by. */
 static inline const struct field *

@@ -1,4 +1,5 @@
 #include "buf.h"
+#include "json.h"
 #include "common.h"
 
 #include <stdio.h>
@@ -72,4 +73,16 @@ buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+void
+buf_json_string(struct buf *b, const char *s)
+{
+	/* An escape is at most 6 bytes per input byte, plus quotes and NUL. */
+	size_t room = strlen(s) * 6 + 1;
+
+	buf_putc(b, '"');
+	buf_reserve(b, room);
+	b->len += json_escape(b->data + b->len, room, s);
+	buf_putc(b, '"');
 }

@@ -27,5 +27,7 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 char *buf_cstr(struct buf *b);
 static inline void buf_reset(struct buf *b) { b->len = 0; }
 void buf_free(struct buf *b);
+/* Append s as a JSON string, quotes included (json.h escapes it). */
+void buf_json_string(struct buf *b, const char *s);
 
 #endif

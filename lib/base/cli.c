@@ -6,8 +6,7 @@
 #include "argsecret.h"
 #include "common.h"
 #include "log.h"
-#include "publication.h"
-#include "slotinfo.h"
+#include "names.h"
 
 #include <getopt.h>
 #include <inttypes.h>

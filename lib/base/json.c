@@ -39,15 +39,3 @@ json_escape(char *out, size_t outlen, const char *s)
 	out[o] = '\0';
 	return o;
 }
-
-void
-json_string(struct buf *b, const char *s)
-{
-	/* An escape is at most 6 bytes per input byte, plus quotes and NUL. */
-	size_t room = strlen(s) * 6 + 1;
-
-	buf_putc(b, '"');
-	buf_reserve(b, room);
-	b->len += json_escape(b->data + b->len, room, s);
-	buf_putc(b, '"');
-}

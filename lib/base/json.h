@@ -1,15 +1,13 @@
 /*
  * json.h - the one JSON string escaper, for every JSON a program writes by
  * hand (log lines with --json, pg-slot and pg-ack output, the progress
- * file): '"' and '\' escaped, control characters as \n, \t, \r or \u00XX,
+ * file; buf_json_string() in buf.h appends one): '"' and '\' escaped, control characters as \n, \t, \r or \u00XX,
  * everything else (UTF-8 included) as it is.
  */
 #ifndef PGSYNC_JSON_H
 #define PGSYNC_JSON_H
 
 #include <stddef.h>
-
-#include "buf.h"
 
 /*
  * s escaped (without quotes) into out, NUL-terminated; a string that does
@@ -18,7 +16,5 @@
  * it on the way to reporting that memory ran out.
  */
 size_t json_escape(char *out, size_t outlen, const char *s);
-/* Append s as a JSON string (quotes included). */
-void json_string(struct buf *b, const char *s);
 
 #endif

@@ -7,8 +7,7 @@
 #include "buf.h"
 #include "common.h"
 #include "log.h"
-#include "publication.h"
-#include "slotinfo.h"
+#include "names.h"
 
 #include <ctype.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * The --done file of the chunked copy: the chunks already on the target,
  * one a line in the CHUNK record's layout, read and found by table.
  */
-#include "chunkplan.h"
+#include "chunkdone.h"
 #include "buf.h"
 #include "common.h"
 #include "escape.h"
@@ -155,9 +155,9 @@ chunkdone_free(struct done_set *ds)
 
 		free(c->schema);
 		free(c->name);
-		chunkplan_values_free(c->cols, c->nkey);
-		chunkplan_values_free(c->lo, c->nkey);
-		chunkplan_values_free(c->hi, c->nkey);
+		chunk_values_free(c->cols, c->nkey);
+		chunk_values_free(c->lo, c->nkey);
+		chunk_values_free(c->hi, c->nkey);
 	}
 	free(ds->c);
 	memset(ds, 0, sizeof(*ds));
@@ -196,3 +196,12 @@ chunkdone_whole(const struct done_set *ds, const char *schema, const char *name)
 	return false;
 }
 
+void
+chunk_values_free(char **v, int n)
+{
+	if (v == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}

@@ -49,16 +49,6 @@ type_max(unsigned type)
 	}
 }
 
-void
-chunkplan_values_free(char **v, int n)
-{
-	if (v == NULL)
-		return;
-	for (int i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 /* --- keys --------------------------------------------------------------- */
 
 /* The line of the key that says why schema.name is copied in one piece. */
@@ -393,9 +383,12 @@ leading_bound(const struct snap_key *k, const char *v)
  * text; none for no rows.
  */
 int
-chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, const char *cond,
-			   int n, double est, char ***cuts, int *ncuts)
+chunkplan_cuts(PGconn *conn, const struct cut_spec *s, char ***cuts, int *ncuts)
 {
+	const char *qname = s->qname, *col = s->col, *cond = s->cond;
+	bool integer = s->integer;
+	int n = s->n;
+	double est = s->est;
 	struct buf sql = BUF_INIT;
 	struct pgerr err;
 	PGresult *res;
@@ -556,7 +549,7 @@ cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_ra
 				prev = tuples[i];
 			}
 			else
-				chunkplan_values_free(tuples[i], k->nkey);
+				chunk_values_free(tuples[i], k->nkey);
 		}
 		free(tuples);
 		add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), gap->hi);
@@ -564,7 +557,11 @@ cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_ra
 	}
 	cond = chunkplan_cond(conn, k, gap->lo, gap->hi);
 	if (jobs > 1)
-		rc = chunkplan_cuts(conn, qname, k->qcols[0], k->types[0] != UUIDOID, cond, jobs, est, &cuts, &ncuts);
+	{
+		struct cut_spec cs = {qname, k->qcols[0], cond, k->types[0] != UUIDOID, jobs, est};
+
+		rc = chunkplan_cuts(conn, &cs, &cuts, &ncuts);
+	}
 	free(cond);
 	for (int i = 0; i < ncuts && rc == EXIT_DONE; i++)
 	{
@@ -574,7 +571,7 @@ cut_gap(PGconn *conn, const char *qname, const struct snap_key *k, struct key_ra
 		 * repeats values, a gap may end inside a run of its leading value. */
 		if ((prev && chunkplan_cmp(k, b, prev) <= 0) || (gap->hi && chunkplan_cmp(k, b, gap->hi) >= 0))
 		{
-			chunkplan_values_free(b, k->nkey);
+			chunk_values_free(b, k->nkey);
 			continue;
 		}
 		add_range(rs, prev == gap->lo ? prev : dup_values(prev, k->nkey), b);
@@ -705,10 +702,11 @@ key_list(struct buf *b, char *const *cols, int n)
 }
 
 int
-chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char *qname,
-				 const struct snap_key *k, const struct done_set *ds, int jobs, double est,
-				 struct key_range **out, int *nout)
+chunkplan_ranges(PGconn *conn, const struct plan_rel *rel, const struct snap_key *k,
+				 const struct done_set *ds, int jobs, struct key_range **out, int *nout)
 {
+	const char *schema = rel->schema, *name = rel->name, *qname = rel->qname;
+	double est = rel->est;
 	int ndone, first = chunkdone_find(ds, schema, name, &ndone);
 	const struct done_chunk **mine = xcalloc((size_t) ndone + 1, sizeof(*mine));
 	int *d = xcalloc((size_t) ndone + 1, sizeof(int));
@@ -786,8 +784,8 @@ chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char 
 			rc = cut_gap(conn, qname, k, &gaps.r[used], jobs, est, &rs);
 		for (int i = used; i < gaps.n; i++)
 		{
-			chunkplan_values_free(gaps.r[i].lo, k->nkey);
-			chunkplan_values_free(gaps.r[i].hi, k->nkey);
+			chunk_values_free(gaps.r[i].lo, k->nkey);
+			chunk_values_free(gaps.r[i].hi, k->nkey);
 		}
 		free(gaps.r);
 	}
@@ -806,8 +804,8 @@ chunkplan_ranges_free(struct key_range *r, int n, int nkey)
 {
 	for (int i = 0; i < n; i++)
 	{
-		chunkplan_values_free(r[i].lo, nkey);
-		chunkplan_values_free(r[i].hi, nkey);
+		chunk_values_free(r[i].lo, nkey);
+		chunk_values_free(r[i].hi, nkey);
 	}
 	free(r);
 }

@@ -17,6 +17,7 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
+#include "chunkdone.h"
 #include "keyorder.h"
 
 /* The chunk key of a table cut by key: its replica identity index. */
@@ -31,30 +32,10 @@ struct snap_key {
 	bool server;				/* some column is not int or uuid: the server orders */
 };
 
-/* A done chunk of --done: bounds NULL for unbounded. */
-struct done_chunk {
-	char *schema, *name;
-	int nkey;					/* 0: a table copied in one piece, done */
-	char **cols, **lo, **hi;
-};
-
-struct done_set {
-	struct done_chunk *c;
-	int n;
-};
-
 /* One key range (lo, hi] to read: a part of a gap. */
 struct key_range {
 	char **lo, **hi;			/* NULL: unbounded */
 };
-
-/* Read --done FILE. False with a message in err (a usage error). */
-bool chunkdone_read(const char *path, struct done_set *ds, char *err, size_t errlen);
-void chunkdone_free(struct done_set *ds);
-/* The chunks of schema.name: the index of the first, *n of them. */
-int chunkdone_find(const struct done_set *ds, const char *schema, const char *name, int *n);
-/* Is schema.name listed as a table done in one piece? */
-bool chunkdone_whole(const struct done_set *ds, const char *schema, const char *name);
 
 /*
  * The chunk key of relation oid (a plain table, or a partitioned one, whose
@@ -69,23 +50,32 @@ struct snap_key *chunkplan_key(PGconn *conn, unsigned oid, const char *schema, c
 void chunkplan_key_free(struct snap_key *k);
 
 /*
- * The ranges to read of table qname ("ONLY s.t" for a plain table, "s.t"
+ * The ranges to read of table rel->qname ("ONLY s.t" for a plain table, "s.t"
  * for a partitioned one: all its partitions), its done chunks in ds: the
  * gaps the done chunks leave, each cut into about jobs parts. Returns an exit code
  * after logging (5 for done chunks that do not fit the table's key).
  */
-int chunkplan_ranges(PGconn *conn, const char *schema, const char *name, const char *qname,
-					 const struct snap_key *k, const struct done_set *ds, int jobs, double est,
-					 struct key_range **out, int *nout);
+struct plan_rel {
+	const char *schema, *name;	/* as the done chunks name it */
+	const char *qname;			/* what to read, with or without ONLY */
+	double est;					/* its estimated rows */
+};
+int chunkplan_ranges(PGconn *conn, const struct plan_rel *rel, const struct snap_key *k,
+					 const struct done_set *ds, int jobs, struct key_range **out, int *nout);
 void chunkplan_ranges_free(struct key_range *r, int n, int nkey);
 
-/* Values of column col (quoted) that cut the rows of qname (as for
- * chunkplan_ranges, with or without ONLY) matching cond
- * (NULL: all) into about n parts, ascending, each the first value of a
+/* Values of column s->col (quoted) that cut the rows of s->qname (as for
+ * chunkplan_ranges, with or without ONLY) matching s->cond
+ * (NULL: all) into about s->n parts, ascending, each the first value of a
  * part: min/max arithmetic when integer, a block sample's percentiles
  * otherwise. Server text; none when there are no rows. An exit code. */
-int chunkplan_cuts(PGconn *conn, const char *qname, const char *col, bool integer, const char *cond,
-				   int n, double est, char ***cuts, int *ncuts);
+struct cut_spec {
+	const char *qname, *col, *cond;
+	bool integer;
+	int n;						/* parts wanted */
+	double est;					/* the table's estimated rows */
+};
+int chunkplan_cuts(PGconn *conn, const struct cut_spec *s, char ***cuts, int *ncuts);
 
 /* "(k1, k2) > (...) AND (k1, k2) <= (...)", or NULL for the whole key space. */
 char *chunkplan_cond(PGconn *conn, const struct snap_key *k, char *const *lo, char *const *hi);
@@ -102,7 +92,5 @@ void chunkplan_record(struct buf *b, const char *schema, const char *name, const
 					  char *const *lo, char *const *hi);
 /* The key values of a COPY text row of the table's copied columns. */
 char **chunkplan_row_key(const struct snap_key *k, const char *row, size_t len);
-/* Free n key values (NULL: nothing). */
-void chunkplan_values_free(char **v, int n);
 
 #endif

@@ -420,7 +420,11 @@ key_bounds(struct planner *p, const struct leaf *l, int n, char ***bounds, int *
 	int rc;
 
 	sprintf(rel, "ONLY %s", l->qname);
-	rc = chunkplan_cuts(p->conn, rel, l->key, integer, NULL, n, l->est, bounds, nb);
+	{
+		struct cut_spec cs = {rel, l->key, NULL, integer, n, l->est};
+
+		rc = chunkplan_cuts(p->conn, &cs, bounds, nb);
+	}
 	free(rel);
 
 	for (int i = 0; i < *nb && !integer; i++)
@@ -579,7 +583,11 @@ plan_chunked(struct planner *p, int table, double est, int *rc)
 	 * its partitions, at every level. */
 	rel = xmalloc(strlen(ti->qname) + 6);
 	sprintf(rel, "%s%s", root ? "" : "ONLY ", ti->qname);
-	*rc = chunkplan_ranges(p->conn, t->schema, t->name, rel, k, ds, p->o->jobs, est, &r, &nr);
+	{
+		struct plan_rel pr = {t->schema, t->name, rel, est};
+
+		*rc = chunkplan_ranges(p->conn, &pr, k, ds, p->o->jobs, &r, &nr);
+	}
 	free(rel);
 	if (*rc != EXIT_DONE)
 	{
@@ -779,8 +787,8 @@ snapplan_free(struct snap_plan *plan)
 		const struct snap_key *k = plan->tables[plan->parts[i].table].key;
 
 		free(plan->parts[i].sql);
-		chunkplan_values_free(plan->parts[i].lo, k ? k->nkey : 0);
-		chunkplan_values_free(plan->parts[i].hi, k ? k->nkey : 0);
+		chunk_values_free(plan->parts[i].lo, k ? k->nkey : 0);
+		chunk_values_free(plan->parts[i].hi, k ? k->nkey : 0);
 	}
 	for (int i = 0; i < plan->ntables; i++)
 		chunkplan_key_free(plan->tables[i].key);

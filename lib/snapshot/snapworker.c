@@ -345,11 +345,11 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 			{
 				chunk_line(t, s, lo ? lo : part->lo, hi);
 				frame_close(s, true);
-				chunkplan_values_free(lo, t->key->nkey);
+				chunk_values_free(lo, t->key->nkey);
 				lo = hi;
 				if (!submit(r, s))
 				{
-					chunkplan_values_free(lo, t->key->nkey);
+					chunk_values_free(lo, t->key->nkey);
 					PQfreemem(row);
 					return false;
 				}
@@ -363,7 +363,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 					put_free_locked(r, s);
 					pthread_mutex_unlock(&r->mu);
 				}
-				chunkplan_values_free(lo, t->key->nkey);
+				chunk_values_free(lo, t->key->nkey);
 				PQfreemem(row);
 				stop_copy(conn);
 				*cut = true;
@@ -371,7 +371,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 			}
 			if ((s = get_slot(r)) == NULL)
 			{
-				chunkplan_values_free(lo, t->key->nkey);
+				chunk_values_free(lo, t->key->nkey);
 				PQfreemem(row);
 				return false;
 			}
@@ -427,7 +427,7 @@ copy_part(struct snaprun *r, PGconn *conn, const struct snap_part *part, bool *c
 	if (keyed)
 	{
 		chunk_line(t, s, lo ? lo : part->lo, part->hi);
-		chunkplan_values_free(lo, t->key->nkey);
+		chunk_values_free(lo, t->key->nkey);
 	}
 	/* In a chunk section a table copied in one piece has a frame too, if
 	 * empty: the loader tells it from one whose chunks were all done. */

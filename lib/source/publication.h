@@ -12,16 +12,7 @@
 #include <stdbool.h>
 #include <libpq-fe.h>
 
-/* Most publications one job names (pg-walcat, pg-snapshot-dump, pgsync). */
-#define PUB_MAX 64
-
-/*
- * Split a --publication / source.publication value ("a,b" or "a, b, c") in
- * place into names: blanks around a name are dropped, an empty name, a name
- * given twice or more than PUB_MAX names is an error. Returns the number of
- * names, or -1 with a one-line reason in why.
- */
-int pub_split_list(char *arg, const char **names, int max, char *why, size_t whylen);
+#include "names.h"
 
 struct pub_table {
 	unsigned oid;

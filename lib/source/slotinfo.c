@@ -187,15 +187,6 @@ slotinfo_invalidated(const struct slotinfo *s, char *why, size_t whylen)
 	return true;
 }
 
-bool
-slot_name_valid(const char *name)
-{
-	size_t n = strlen(name);
-
-	return n >= 1 && n <= SLOT_NAME_MAX &&
-		strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
-}
-
 /*
  * One field in either form. A NULL-able text value is passed as NULL when
  * absent; raw says the value is a JSON literal (number, boolean), not text.
@@ -216,14 +207,14 @@ field(struct emit *e, const char *key, const char *val, bool raw)
 	}
 	buf_puts(e->b, e->first ? "{" : ",");
 	e->first = false;
-	json_string(e->b, key);
+	buf_json_string(e->b, key);
 	buf_putc(e->b, ':');
 	if (val == NULL)
 		buf_puts(e->b, "null");
 	else if (raw)
 		buf_puts(e->b, val);
 	else
-		json_string(e->b, val);
+		buf_json_string(e->b, val);
 }
 
 static void

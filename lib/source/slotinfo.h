@@ -15,10 +15,8 @@
 #include "conn.h"
 #include "json.h"
 #include "lsn.h"
+#include "names.h"
 #include "session.h"
-
-/* PostgreSQL's NAMEDATALEN - 1: the longest slot name it accepts. */
-#define SLOT_NAME_MAX 63
 
 /*
  * One row of pg_replication_slots. The has_* flags say whether the server
@@ -88,9 +86,6 @@ bool slotinfo_position_possible(const struct slotinfo *s, lsn_t pos, char *msg, 
 void slotinfo_format_text(const struct slotinfo *s, struct buf *b);
 /* One JSON object and a newline; absent columns are left out, NULL is null. */
 void slotinfo_format_json(const struct slotinfo *s, struct buf *b);
-
-/* Slot names as the server accepts them: 1-63 of [a-z0-9_]. */
-bool slot_name_valid(const char *name);
 
 /*
  * Source preflight for slot work, on a normal connection: the connected role

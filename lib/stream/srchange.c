@@ -3,7 +3,7 @@
  * relations it keeps, INSERT, UPDATE, DELETE, TRUNCATE, each checked
  * against the RELATION of its table (streamread.h).
  */
-#include "streamread_int.h"
+#include "srchange.h"
 #include "common.h"
 #include "escape.h"
 

@@ -7,7 +7,7 @@
  * frame's rows, TABLEDONE the rows and bytes of all the table's frames, so
  * a reader that trusts a record trusts what it says was loaded.
  */
-#include "streamread_int.h"
+#include "srsection.h"
 #include "common.h"
 #include "escape.h"
 
@@ -233,47 +233,20 @@ sr_parse_tabledone(struct streamread *sr, struct sr_record *rec, const char *lin
 bool
 sr_parse_section_end(struct streamread *sr, struct sr_record *rec, const char *line, size_t len)
 {
-	const char *name = sr_type_name(rec->type);
-	enum sr_type opener = rec->type == SR_CHUNKSDONE ? SR_CHUNKS : SR_SNAPSHOT;
+	bool chunks = rec->type == SR_CHUNKSDONE;
+	const char *name = chunks ? REC_CHUNKSDONE : REC_SNAPSHOTDONE;
+	enum sr_type opener = chunks ? SR_CHUNKS : SR_SNAPSHOT;
 
 	if (sr->section != (int) opener)
 		return sr_fail(sr, "unexpected %s record inside the snapshot section", name);
 	if (rec->nf != 2 || !field_lsn(&sr->f[1], &rec->lsn))
 		return sr_fail(sr, "malformed %s record: expected a position", name);
 	if (rec->lsn != sr->section_lsn)
-		return sr_fail(sr, "%s position differs from its %s", name, sr_type_name(opener));
+		return sr_fail(sr, "%s position differs from its %s", name, chunks ? REC_CHUNKS : REC_SNAPSHOT);
 	if (sr->chunk)
 		return sr_fail(sr, "%s after a CHUNK: expected its frame", name);
 	sr->section = -1;
 	return true;
-}
-
-/* Key columns are names; each bound is all \N (unbounded) or no \N. */
-static bool
-chunk_values_ok(const struct field *f, int n, bool bound)
-{
-	int nulls = 0;
-
-	for (int i = 0; i < n; i++)
-	{
-		if (!sr_value_ok(&f[i], false))
-			return false;
-		nulls += field_is_null(f[i].p, f[i].n);
-	}
-	return bound ? nulls == 0 || nulls == n : nulls == 0;
-}
-
-int
-sr_chunk_fields(const struct field *f, size_t nf, bool whole_ok)
-{
-	uint64_t n;
-
-	if (nf < 1 || !field_u64(&f[0], &n) || n > CHUNK_MAX_KEY || (n == 0 && !whole_ok) || nf != 1 + 3 * n)
-		return SR_CHUNK_LAYOUT;
-	if (!chunk_values_ok(&f[1], (int) n, false) || !chunk_values_ok(&f[1 + n], (int) n, true) ||
-		!chunk_values_ok(&f[1 + 2 * n], (int) n, true))
-		return SR_CHUNK_VALUES;
-	return (int) n;
 }
 
 /* CHUNK: the next frame is the whole of key range (lo, hi] of a table. */

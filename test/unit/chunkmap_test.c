@@ -8,6 +8,10 @@
  */
 #include "unit.h"
 #include "chunkmap.h"
+
+/* One chunk, as the catalog row gives it. */
+#define ADD(m, s, t, n, k, lo, hi, lsn, err) \
+	chunkmap_add((m), &(struct cm_chunk_spec) {(s), (t), (n), (k), (lo), (hi), (lsn)}, (err))
 #include "common.h"
 
 #include <stdint.h>
@@ -69,10 +73,10 @@ integer_keys(void)
 	struct sr_rel r = rel("Sales", "Order Lines", cols_id, 3);
 
 	/* Added out of order: (-inf, -5] (-5, 9] (9, 100] gap (200, +inf). */
-	CHECK(chunkmap_add(m, "Sales", "Order Lines", 1, key, K1("9"), K1("100"), 0x300, &err));
-	CHECK(chunkmap_add(m, "Sales", "Order Lines", 1, key, NULL, K1("-5"), 0x100, &err));
-	CHECK(chunkmap_add(m, "Sales", "Order Lines", 1, key, K1("200"), NULL, 0x400, &err));
-	CHECK(chunkmap_add(m, "Sales", "Order Lines", 1, key, K1("-5"), K1("9"), 0x200, &err));
+	CHECK(ADD(m, "Sales", "Order Lines", 1, key, K1("9"), K1("100"), 0x300, &err));
+	CHECK(ADD(m, "Sales", "Order Lines", 1, key, NULL, K1("-5"), 0x100, &err));
+	CHECK(ADD(m, "Sales", "Order Lines", 1, key, K1("200"), NULL, 0x400, &err));
+	CHECK(ADD(m, "Sales", "Order Lines", 1, key, K1("-5"), K1("9"), 0x200, &err));
 	CHECK(chunkmap_max_lsn(m) == 0x400);
 	CHECK(chunkmap_nchunks(m) == 4 && chunkmap_ntables(m) == 1);
 	CHECK(find(m, &r, (const char *[]) {"-9223372036854775808", "x", "y"}) == 0x100);
@@ -108,9 +112,9 @@ composite_keys(void)
 	struct sr_rel r = rel("public", "ab", cols_ab, 3);
 
 	/* A boundary inside the run a = 5: (-inf, (5,3)] ((5,3), (5,10)] ((5,10), +inf). */
-	CHECK(chunkmap_add(m, "public", "ab", 2, key, NULL, K2("5", "3"), 0x10, &err));
-	CHECK(chunkmap_add(m, "public", "ab", 2, key, K2("5", "3"), K2("5", "10"), 0x20, &err));
-	CHECK(chunkmap_add(m, "public", "ab", 2, key, K2("5", "10"), NULL, 0x30, &err));
+	CHECK(ADD(m, "public", "ab", 2, key, NULL, K2("5", "3"), 0x10, &err));
+	CHECK(ADD(m, "public", "ab", 2, key, K2("5", "3"), K2("5", "10"), 0x20, &err));
+	CHECK(ADD(m, "public", "ab", 2, key, K2("5", "10"), NULL, 0x30, &err));
 	CHECK(find(m, &r, (const char *[]) {"4", "32767", "v"}) == 0x10);
 	CHECK(find(m, &r, (const char *[]) {"5", "-1", "v"}) == 0x10);
 	CHECK(find(m, &r, (const char *[]) {"5", "3", "v"}) == 0x10);
@@ -129,10 +133,10 @@ uuid_keys(void)
 	const char *key[] = {"u"};
 	struct sr_rel r = rel("public", "u", cols_u, 2);
 
-	CHECK(chunkmap_add(m, "public", "u", 1, key, NULL, K1("3fffffff-ffff-ffff-ffff-ffffffffffff"), 1, &err));
-	CHECK(chunkmap_add(m, "public", "u", 1, key, K1("3fffffff-ffff-ffff-ffff-ffffffffffff"),
+	CHECK(ADD(m, "public", "u", 1, key, NULL, K1("3fffffff-ffff-ffff-ffff-ffffffffffff"), 1, &err));
+	CHECK(ADD(m, "public", "u", 1, key, K1("3fffffff-ffff-ffff-ffff-ffffffffffff"),
 					   K1("a0000000-0000-0000-0000-000000000000"), 2, &err));
-	CHECK(chunkmap_add(m, "public", "u", 1, key, K1("a0000000-0000-0000-0000-000000000000"), NULL, 3, &err));
+	CHECK(ADD(m, "public", "u", 1, key, K1("a0000000-0000-0000-0000-000000000000"), NULL, 3, &err));
 	CHECK(find(m, &r, (const char *[]) {"00000000-0000-0000-0000-000000000000", "v"}) == 1);
 	CHECK(find(m, &r, (const char *[]) {"3fffffff-ffff-ffff-ffff-ffffffffffff", "v"}) == 1);
 	CHECK(find(m, &r, (const char *[]) {"40000000-0000-0000-0000-000000000000", "v"}) == 2);
@@ -153,17 +157,17 @@ one_piece_and_refusals(void)
 	struct sr_rel r = rel("public", "heap", cols_t, 2), t = rel("public", "texts", cols_t, 2);
 	struct sr_rel o = rel("public", "overlap", cols_id, 3);
 
-	CHECK(chunkmap_add(m, "public", "heap", 0, NULL, NULL, NULL, 0x50, &err));
+	CHECK(ADD(m, "public", "heap", 0, NULL, NULL, NULL, 0x50, &err));
 	CHECK(find(m, &r, (const char *[]) {"anything", "v"}) == 0x50);
 	/* Chunks of the same table must agree on their key. */
-	CHECK(!chunkmap_add(m, "public", "heap", 1, key, NULL, NULL, 0x60, &err) && err.code == EXIT_UNSUPPORTED);
+	CHECK(!ADD(m, "public", "heap", 1, key, NULL, NULL, 0x60, &err) && err.code == EXIT_UNSUPPORTED);
 	/* A text key with no target collation known to order it as the
 	 * source does (no --key-collations): refused, not guessed. */
-	CHECK(chunkmap_add(m, "public", "texts", 1, key, NULL, K1("m"), 0x60, &err));
+	CHECK(ADD(m, "public", "texts", 1, key, NULL, K1("m"), 0x60, &err));
 	CHECK(chunkmap_table(m, &t, &err) == NULL && err.code == EXIT_UNSUPPORTED);
 	CHECK(strstr(err.msg, "no --key-collations line names a target collation") != NULL);
-	CHECK(chunkmap_add(m, "public", "overlap", 1, idkey, NULL, K1("10"), 0x60, &err));
-	CHECK(chunkmap_add(m, "public", "overlap", 1, idkey, K1("5"), NULL, 0x70, &err));
+	CHECK(ADD(m, "public", "overlap", 1, idkey, NULL, K1("10"), 0x60, &err));
+	CHECK(ADD(m, "public", "overlap", 1, idkey, K1("5"), NULL, 0x70, &err));
 	CHECK(chunkmap_table(m, &o, &err) == NULL && err.code == EXIT_UNSUPPORTED);
 	CHECK(strstr(err.msg, "overlap") != NULL);
 	chunkmap_free(m);
@@ -179,13 +183,13 @@ memory(void)
 	char lo[24], hi[24];
 	size_t before;
 
-	CHECK(chunkmap_add(m, "s", "t", 1, key, NULL, K1("0"), 1, &err));
+	CHECK(ADD(m, "s", "t", 1, key, NULL, K1("0"), 1, &err));
 	before = chunkmap_bytes(m);
 	for (int i = 0; i < 100000; i++)
 	{
 		snprintf(lo, sizeof(lo), "%d", i * 1000);
 		snprintf(hi, sizeof(hi), "%d", (i + 1) * 1000);
-		CHECK(chunkmap_add(m, "s", "t", 1, key, K1(lo), K1(hi), 2, &err));
+		CHECK(ADD(m, "s", "t", 1, key, K1(lo), K1(hi), 2, &err));
 	}
 	/* Two values (24 bytes each) and their text, plus the chunk (24) and
 	 * growth room of its array: about 100 bytes a chunk. */
@@ -196,7 +200,7 @@ memory(void)
 
 	m = chunkmap_new();
 	key[0] = "u";
-	CHECK(chunkmap_add(m, "s", "u", 1, key, NULL, K1("00000000-0000-0000-0000-000000000000"), 1, &err));
+	CHECK(ADD(m, "s", "u", 1, key, NULL, K1("00000000-0000-0000-0000-000000000000"), 1, &err));
 	before = chunkmap_bytes(m);
 	for (int i = 0; i < 100000; i++)
 	{
@@ -204,7 +208,7 @@ memory(void)
 
 		snprintf(l, sizeof(l), "00000000-0000-0000-0000-%012d", i);
 		snprintf(h, sizeof(h), "00000000-0000-0000-0000-%012d", i + 1);
-		CHECK(chunkmap_add(m, "s", "u", 1, key, K1(l), K1(h), 2, &err));
+		CHECK(ADD(m, "s", "u", 1, key, K1(l), K1(h), 2, &err));
 	}
 	printf("chunkmap: %zu bytes for 100000 chunks of one uuid key (%.1f a chunk)\n",
 		   chunkmap_bytes(m) - before, (double) (chunkmap_bytes(m) - before) / 100000);
@@ -250,7 +254,7 @@ random_maps(void)
 			has[i] = rand() % 4 != 0;
 			lsn[i] = (lsn_t) (1 + rand() % 1000);
 			if (has[i])
-				CHECK(chunkmap_add(m, "public", "ab", 2, key,
+				CHECK(ADD(m, "public", "ab", 2, key,
 								   open_lo ? NULL : K2(text[2 * i][0], text[2 * i][1]),
 								   open_hi ? NULL : K2(text[2 * i + 1][0], text[2 * i + 1][1]), lsn[i], &err));
 			/* Remember open ends as the extremes. */

@@ -6,6 +6,9 @@
 #include "unit.h"
 #include "coalesce.h"
 
+/* An apply error context (applyerr.h) for the held rows. */
+#define TXN(x, c) ((struct apply_txn) {(x), (c)})
+
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -31,7 +34,7 @@ held(struct coalesce *c, void *rel, const char *k, uint64_t *xid)
 			snprintf(out, sizeof(out), "%.*s|%.*s|%.*s", (int) r.vals[0].n, r.vals[0].p,
 					 (int) r.vals[1].n, r.vals[1].p, (int) r.vals[2].n, r.vals[2].p);
 			if (xid)
-				*xid = r.xid;
+				*xid = r.txn.xid;
 			return out;
 		}
 	return NULL;
@@ -51,21 +54,21 @@ test_merge(void)
 
 	CHECK(coalesce_rows(c) == 0);
 	CHECK(!coalesce_has(c, &ta, 3, key1, r1));
-	CHECK(coalesce_put(c, &ta, 3, key1, r1, 10, 100));
-	CHECK(coalesce_put(c, &ta, 3, key1, r1b, 11, 110));
+	CHECK(coalesce_put(c, &ta, 3, key1, r1, TXN(10, 100)));
+	CHECK(coalesce_put(c, &ta, 3, key1, r1b, TXN(11, 110)));
 	CHECK(coalesce_rows(c) == 1);
 	CHECK_STR(held(c, &ta, "1", &xid), "1|b|doc1");	/* \U kept the held doc */
 	CHECK(xid == 11);
-	CHECK(coalesce_put(c, &ta, 3, key1, r1c, 12, 120));
+	CHECK(coalesce_put(c, &ta, 3, key1, r1c, TXN(12, 120)));
 	CHECK_STR(held(c, &ta, "1", NULL), "1|\\N|doc1");	/* a NULL replaces */
 	/* \U with nothing held stays \U: the statement will leave the column. */
-	CHECK(coalesce_put(c, &ta, 3, key1, r2, 13, 130));
+	CHECK(coalesce_put(c, &ta, 3, key1, r2, TXN(13, 130)));
 	CHECK_STR(held(c, &ta, "2", NULL), "2|x|\\U");
-	CHECK(coalesce_put(c, &ta, 3, key1, r2b, 14, 140));
+	CHECK(coalesce_put(c, &ta, 3, key1, r2b, TXN(14, 140)));
 	CHECK_STR(held(c, &ta, "2", NULL), "2|y|doc2");
 	/* The same key in another table is another row. */
 	CHECK(!coalesce_has(c, &tb, 3, key1, r1));
-	CHECK(coalesce_put(c, &tb, 3, key1, r1, 15, 150));
+	CHECK(coalesce_put(c, &tb, 3, key1, r1, TXN(15, 150)));
 	CHECK(coalesce_rows(c) == 3);
 	CHECK(coalesce_has(c, &tb, 3, key1, r1));
 	CHECK(coalesce_has(c, &ta, 3, key1, r2));
@@ -93,27 +96,27 @@ test_limits(void)
 	for (int i = 0; i < 4; i++)
 	{
 		r[0] = f(k[i]), r[1] = f("v"), r[2] = f("w");
-		CHECK(coalesce_put(c, &t, 3, key1, r, 1, 1));
+		CHECK(coalesce_put(c, &t, 3, key1, r, TXN(1, 1)));
 	}
 	/* Row limit: a fifth key is refused, a held key still merges. */
 	r[0] = f(k[4]);
-	CHECK(!coalesce_put(c, &t, 3, key1, r, 1, 1));
+	CHECK(!coalesce_put(c, &t, 3, key1, r, TXN(1, 1)));
 	r[0] = f(k[0]), r[1] = f("v2");
-	CHECK(coalesce_put(c, &t, 3, key1, r, 1, 1));
+	CHECK(coalesce_put(c, &t, 3, key1, r, TXN(1, 1)));
 	CHECK(coalesce_rows(c) == 4);
 	CHECK_STR(held(c, &t, "0", NULL), "0|v2|w");
 	coalesce_reset(c);
 	/* Arena: a row larger than the arena never fits; refusing changes nothing. */
 	memset(big, 'x', sizeof(big) - 1);
 	r[0] = f("9"), r[1] = f(big), r[2] = f("w");
-	CHECK(!coalesce_put(c, &t, 3, key1, r, 1, 1));
+	CHECK(!coalesce_put(c, &t, 3, key1, r, TXN(1, 1)));
 	CHECK(coalesce_rows(c) == 0);
 	big[600] = '\0';
 	r[1] = f(big);
-	CHECK(coalesce_put(c, &t, 3, key1, r, 1, 1));
+	CHECK(coalesce_put(c, &t, 3, key1, r, TXN(1, 1)));
 	/* A second version of the same size no longer fits: still the first. */
 	big[0] = 'y';
-	CHECK(!coalesce_put(c, &t, 3, key1, r, 2, 2));
+	CHECK(!coalesce_put(c, &t, 3, key1, r, TXN(2, 2)));
 	CHECK(coalesce_rows(c) == 1);
 	CHECK(held(c, &t, "9", NULL)[2] == 'x');
 	coalesce_free(c);
@@ -142,13 +145,13 @@ test_model(void)
 		snprintf(v1, sizeof(v1), "a%d", op);
 		snprintf(v2, sizeof(v2), "b%d", op);
 		r[0] = f(kbuf), r[1] = f(v1), r[2] = unchanged ? f("\\U") : f(v2);
-		if (!coalesce_put(c, &tables[t], 3, key1, r, (uint64_t) op, 0))
+		if (!coalesce_put(c, &tables[t], 3, key1, r, TXN((uint64_t) op, 0)))
 		{
 			/* "Send" and start over, as the applier does. */
 			coalesce_reset(c);
 			memset(model, 0, sizeof(model));
 			flushes++;
-			CHECK(coalesce_put(c, &tables[t], 3, key1, r, (uint64_t) op, 0));
+			CHECK(coalesce_put(c, &tables[t], 3, key1, r, TXN((uint64_t) op, 0)));
 		}
 		strcpy(model[t][k][0], v1);
 		if (!unchanged || model[t][k][1][0] == '\0')

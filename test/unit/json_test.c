@@ -1,4 +1,5 @@
 #include "unit.h"
+#include "buf.h"
 #include "json.h"
 
 /* The one JSON string escaper. */
@@ -10,7 +11,7 @@ escapes(const char *s, const char *want)
 
 	json_escape(out, sizeof(out), s);
 	CHECK_STR(out, want);
-	json_string(&b, s);
+	buf_json_string(&b, s);
 	CHECK(b.len == strlen(want) + 2 && b.data[0] == '"' && b.data[b.len - 1] == '"' &&
 		  memcmp(b.data + 1, want, strlen(want)) == 0);
 	buf_free(&b);
@@ -43,7 +44,7 @@ main(void)
 		for (int i = 0; i < 200; i++)
 			all[n++] = '\x02';
 		all[n] = '\0';
-		json_string(&b, all);
+		buf_json_string(&b, all);
 		CHECK(b.len == 200 * 6 + 2);
 		buf_free(&b);
 	}

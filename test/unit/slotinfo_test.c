@@ -101,7 +101,7 @@ formats(void)
 			  "\"current_lsn\":\"0/1A03000\",\"retained_bytes\":12288}\n");
 
 	buf_reset(&b);
-	json_string(&b, "a\\b\x01");
+	buf_json_string(&b, "a\\b\x01");
 	CHECK_STR(buf_cstr(&b), "\"a\\\\b\\u0001\"");
 	buf_free(&b);
 }

@@ -1,15 +1,16 @@
 /*
- * streamread_int.h - what the parts of the stream parser share: the parser's
- * state, the field checks every record uses, and the record handlers that
- * the table in streamread.c dispatches to (changes in srchange.c, snapshot
- * sections in srsection.c). Only lib/stream/sr*.c and streamread.c include
- * it; everyone else sees streamread.h.
+ * srtoken.h - what the parts of the stream parser share, below all of them:
+ * the parser's state, the field checks every record uses, the name tables
+ * and the position rule. The record handlers (srchange.h, srsection.h) and
+ * the dispatch (streamread.c) sit above it; it calls none of them. Only
+ * lib/stream/sr*.c and streamread.c include it; everyone else sees
+ * streamread.h.
  */
-#ifndef PGSYNC_STREAMREAD_INT_H
-#define PGSYNC_STREAMREAD_INT_H
+#ifndef PGSYNC_SRTOKEN_H
+#define PGSYNC_SRTOKEN_H
 
 #include "buf.h"
-#include "streamread.h"
+#include "srrecord.h"
 
 /* RELATION is the widest record: 6 fields plus 4 per column. */
 #define SR_MAX_FIELDS (6 + 4 * SR_MAX_COLS)
@@ -63,26 +64,12 @@ struct streamread {
 	char err[512];
 };
 
-/* One record type: its name, where it may stand, and its handler (which
- * finds the type in rec->type, so one handler may serve several). split is
- * false for a record whose fields are left unsplit (ROW: a COPY row). */
-struct sr_kind {
-	const char *name;
-	size_t namelen;
-	enum sr_type type;
-	unsigned where;
-	bool split;
-	bool (*parse)(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-};
-
 /* A one-line reason in sr->err; always false. */
 bool sr_fail(struct streamread *sr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool sr_nfields(struct streamread *sr, size_t nf, size_t want, const char *rec);
 bool sr_get_lsn(struct streamread *sr, const struct field *f, const char *rec, lsn_t *out);
 bool sr_get_u64(struct streamread *sr, const struct field *f, const char *rec,
 				const char *what, uint64_t max, uint64_t *out);
-/* A value field: valid COPY text; \U only where allowed. */
-bool sr_value_ok(const struct field *f, bool allow_unchanged);
 /* Unescape a non-NULL value without NUL bytes (a name) into a malloc'd string. */
 char *sr_name_dup(struct streamread *sr, const struct field *f);
 /* Positions only grow within a stream: lsn is not below what was promised;
@@ -98,25 +85,5 @@ void sr_names_add(struct sr_names *t, struct sr_key *e, const struct field *sche
 				  const struct field *table, uint64_t hash);
 /* Call fn on every entry and empty the table (fn frees the entry). */
 void sr_names_clear(struct sr_names *t, void (*fn)(struct sr_key *e));
-
-/* srchange.c: descriptions and changes. */
-bool sr_parse_relation(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_insert(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_update_delete(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_truncate(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-void sr_rels_undefine(struct streamread *sr);
-void sr_rels_free(struct streamread *sr);
-
-/* srsection.c: snapshot and chunk sections. */
-bool sr_parse_snapshot(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_copy(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_row(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_endcopy(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_tabledone(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_section_end(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_chunks(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-bool sr_parse_chunk(struct streamread *sr, struct sr_record *rec, const char *line, size_t len);
-/* Close the section, forgetting its tables. */
-void sr_section_close(struct streamread *sr);
 
 #endif

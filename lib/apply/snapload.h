@@ -13,17 +13,9 @@
 #include <stddef.h>
 
 #include "input.h"
+#include "loadworker.h"
 #include "lsn.h"
 #include "streamread.h"
-
-struct snapload_opts {
-	const char *conninfo;		/* target */
-	int jobs;					/* parallel target connections, >= 1 */
-	const char *job;			/* pgsync.job key the table_sync rows belong to */
-	bool replica_role;			/* set session_replication_role = replica */
-	/* Called between frames and while waiting for input (heartbeats). */
-	void (*tick)(void);
-};
 
 /*
  * Called right after pg-apply's parser sr read the SNAPSHOT record snapshot.

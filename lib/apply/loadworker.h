@@ -17,12 +17,22 @@
 #include <libpq-fe.h>
 
 #include "conn.h"
-#include "snapload.h"
+#include "streamread.h"
 
 #define CHUNK_SIZE (1024 * 1024)
 #define QUEUE_CHUNKS 8			/* per worker: one default 8 MB frame */
 
 /* A table of the section, as the reader found it. */
+/* How the section is loaded (pg-apply passes them to snapload_section()). */
+struct snapload_opts {
+	const char *conninfo;		/* target */
+	int jobs;					/* parallel target connections, >= 1 */
+	const char *job;			/* pgsync.job key the table_sync rows belong to */
+	bool replica_role;			/* set session_replication_role = replica */
+	/* Called between frames and while waiting for input (heartbeats). */
+	void (*tick)(void);
+};
+
 struct ltable {
 	struct ltable *next;		/* the loader's list */
 	/* The stream parser's table: its names, whether a chunk section copies
