@@ -573,7 +573,7 @@ bad_row(const char *schema, const char *table, struct apply_err *err)
  * row and the chunk it belongs to, never the whole result: a chunk's rows
  * (one per key column) are gathered here until the next chunk starts.
  */
-struct loader {
+struct chunk_rows {
 	struct chunkmap *m;
 	bool open;
 	char *schema, *table, *ctid;
@@ -584,7 +584,7 @@ struct loader {
 };
 
 static void
-loader_clear(struct loader *L)
+loader_clear(struct chunk_rows *L)
 {
 	free(L->schema);
 	free(L->table);
@@ -600,7 +600,7 @@ loader_clear(struct loader *L)
 
 /* The chunk gathered so far is complete: into the map. */
 static bool
-loader_flush(struct loader *L, struct apply_err *err)
+loader_flush(struct chunk_rows *L, struct apply_err *err)
 {
 	const char *const *v = (const char *const *) L->vals;
 	bool ok;
@@ -621,7 +621,7 @@ loader_flush(struct loader *L, struct apply_err *err)
 }
 
 static bool
-loader_row(struct loader *L, const PGresult *res, struct apply_err *err)
+loader_row(struct chunk_rows *L, const PGresult *res, struct apply_err *err)
 {
 	const char *schema = PQgetvalue(res, 0, 0), *table = PQgetvalue(res, 0, 1), *ctid = PQgetvalue(res, 0, 3);
 
@@ -657,7 +657,7 @@ loader_row(struct loader *L, const PGresult *res, struct apply_err *err)
 
 /* Read every result of the query sent, row by row; false with err set. */
 static bool
-load_rows(PGconn *meta, struct loader *L, struct apply_err *err)
+load_rows(PGconn *meta, struct chunk_rows *L, struct apply_err *err)
 {
 	struct pgerr pe;
 	PGresult *res;
@@ -694,7 +694,7 @@ chunkmap_load(PGconn *meta, const char *job, lsn_t applied, const struct key_col
 {
 	char l[LSN_BUFSZ];
 	const char *params[2] = {job, lsn_format(applied, l)};
-	struct loader L = {.m = chunkmap_new()};
+	struct chunk_rows L = {.m = chunkmap_new()};
 	struct pgerr pe;
 
 	*out = NULL;

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "session.h"
 #include "sig.h"
+#include "timedwait.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -474,8 +475,7 @@ wait_space(struct loader *L)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 1;
+	tw_deadline(&ts, 1000);
 	if (pthread_cond_timedwait(&L->cv_space, &L->mu, &ts) == ETIMEDOUT &&
 		sig_fd() >= 0 && sig_stop_requested())
 		interrupted_locked(L);
@@ -605,8 +605,8 @@ loader_init(struct loader *L, const struct snapload_opts *o, const char *input)
 	/* Full queues, the chunk each worker sends, the reader's, the stops. */
 	L->max_chunks = L->nw * (QUEUE_CHUNKS + 1) + 1 + L->nw;
 	pthread_mutex_init(&L->mu, NULL);
-	pthread_cond_init(&L->cv_work, NULL);
-	pthread_cond_init(&L->cv_space, NULL);
+	tw_cond_init(&L->cv_work);
+	tw_cond_init(&L->cv_space);
 	L->w = xcalloc((size_t) L->nw, sizeof(*L->w));
 }
 

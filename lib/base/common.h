@@ -12,6 +12,9 @@
 
 #define PGSYNC_VERSION "0.1.0"
 
+/* PostgreSQL's MaxTupleAttributeNumber: no table has more columns. */
+#define PG_MAX_COLS 1664
+
 enum pgs_exit {
 	EXIT_DONE = 0,          /* done, or stopped by a signal at a clean boundary */
 	EXIT_RUNTIME = 1,       /* runtime error (transient errors retried first) */

@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "log.h"
 #include "record.h"
+#include "timedwait.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -687,7 +688,6 @@ struct snaprun *
 snaprun_start(const struct snap_plan *plan, const struct snaprun_opts *o, struct out *out)
 {
 	struct snaprun *r = xcalloc(1, sizeof(*r));
-	pthread_condattr_t ca;
 	sigset_t block, old;
 
 	r->plan = plan;
@@ -695,12 +695,9 @@ snaprun_start(const struct snap_plan *plan, const struct snaprun_opts *o, struct
 	r->out = out;
 	r->state = SNAPRUN_COPYING;
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->cv_free, &ca);
-	pthread_cond_init(&r->cv_queue, &ca);
-	pthread_cond_init(&r->cv_main, &ca);
-	pthread_condattr_destroy(&ca);
+	tw_cond_init(&r->cv_free);
+	tw_cond_init(&r->cv_queue);
+	tw_cond_init(&r->cv_main);
 	r->st = xcalloc((size_t) plan->ntables + 1, sizeof(*r->st));
 	r->nworkers = o->jobs < plan->nparts ? o->jobs : plan->nparts;
 	/* One frame per worker being filled, one being written. */
@@ -733,26 +730,13 @@ snaprun_start(const struct snap_plan *plan, const struct snaprun_opts *o, struct
 	return r;
 }
 
-static void
-deadline_in(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L)
-	{
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 enum snaprun_state
 snaprun_wait(struct snaprun *r, int timeout_ms)
 {
 	struct timespec ts;
 	enum snaprun_state st;
 
-	deadline_in(&ts, timeout_ms);
+	tw_deadline(&ts, timeout_ms);
 	pthread_mutex_lock(&r->mu);
 	if (r->state == SNAPRUN_COPYING)
 		pthread_cond_timedwait(&r->cv_main, &r->mu, &ts);
@@ -794,7 +778,7 @@ snaprun_cancel(struct snaprun *r, int wait_ms)
 	for (int i = 0; i < r->nworkers; i++)
 		if (r->w[i].cancel)
 			PQcancel(r->w[i].cancel, errbuf, sizeof(errbuf));
-	deadline_in(&ts, wait_ms);
+	tw_deadline(&ts, wait_ms);
 	while (r->running > 0)
 		if (pthread_cond_timedwait(&r->cv_main, &r->mu, &ts) == ETIMEDOUT)
 			break;

@@ -11,8 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* PostgreSQL's MaxTupleAttributeNumber: no tuple has more columns. */
-#define PGO_MAX_COLS 1664
+#include "common.h"
+
+/* A tuple's columns at most (common.h). */
+#define PGO_MAX_COLS PG_MAX_COLS
 
 /* Message type bytes, as on the wire. */
 enum pgo_type {

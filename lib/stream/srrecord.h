@@ -12,11 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
 #include "lsn.h"
 #include "record.h"
 
-/* PostgreSQL's MaxTupleAttributeNumber: no table has more columns. */
-#define SR_MAX_COLS 1664
+/* A table's columns at most (common.h). */
+#define SR_MAX_COLS PG_MAX_COLS
 
 enum sr_type {
 	SR_HEADER, SR_RELATION, SR_TYPE, SR_BEGIN, SR_ORIGIN, SR_COMMIT,
