@@ -62,3 +62,9 @@ setup_file() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "$doc" ] || { diff <(echo "$doc") <(echo "$output"); return 1; }
 }
+
+@test "no function of bin/ or lib/ takes more than 8 parameters" {
+	run "$PGSYNC_SCRIPTS/layering" params
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
