@@ -302,7 +302,7 @@ start_consumer() {
 	v=$(psql_at src -c "SHOW server_version_num")
 	keys="slot slot_type plugin database temporary active active_pid restart_lsn confirmed_flush_lsn wal_status safe_wal_size two_phase"
 	((v < 160000)) || keys="$keys conflicting"
-	((v < 170000)) || keys="$keys invalidation_reason failover"
+	((v < 170000)) || keys="$keys invalidation_reason failover synced"
 	keys="$keys current_lsn retained_bytes"
 	[ "$(cut -f1 <<<"$output" | tr '\n' ' ')" = "$keys " ]
 	[ "$(grep -c $'\t' <<<"$output")" -eq "${#lines[@]}" ]
