@@ -30,7 +30,6 @@ ha_start() {
 	major=$(ha_major)
 	cluster_start "$prim" --major "$major" --set hot_standby_feedback=on --set wal_keep_size=256MB || return
 	psql_at "$prim" -c "SELECT pg_create_physical_replication_slot('${stby}_phys')" >/dev/null || return
-	((major < 17)) || cluster_set "$prim" "synchronized_standby_slots=${stby}_phys" >/dev/null || return
 	cluster_stop "$prim" --mode fast || return
 	pdir=$(cluster_dir "$prim") || return
 	pport=$(<"$pdir/port")
@@ -49,6 +48,9 @@ ha_start() {
 		echo "hot_standby_feedback = on"
 		((major < 17)) || echo "sync_replication_slots = on"
 	} >>"$sdir/data/pgsync.conf"
+	# Only the primary waits for the standby: a promoted standby naming a
+	# slot it does not have would stall its own logical decoding.
+	((major < 17)) || echo "synchronized_standby_slots = '${stby}_phys'" >>"$pdir/data/pgsync.conf"
 	touch "$sdir/data/standby.signal"
 	[[ $EUID -ne 0 ]] || chown postgres:postgres "$sdir/data/standby.signal" "$sdir/data/pgsync.conf"
 	cluster_start "$prim" >/dev/null || return
