@@ -256,8 +256,8 @@ failover_possible(PGconn *conn, const struct opts *o)
 	if (o->failover != FO_ON)
 		return;
 	if (PQserverVersion(conn) < 170000)
-		log_fatal(EXIT_PREFLIGHT, "a failover slot needs PostgreSQL 17 or later, and the source runs %d.%d: "
-				  "leave out --failover", PQserverVersion(conn) / 10000, PQserverVersion(conn) % 10000);
+		log_fatal(EXIT_PREFLIGHT, "a failover slot needs PostgreSQL 17 or later, and the source runs %d: "
+				  "leave out --failover", PQserverVersion(conn) / 10000);
 	if ((r = conn_query_one(conn, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL, 1, &err)) == NULL)
 		pgerr_fatal(EXIT_RUNTIME, "cannot ask the source whether it is in recovery", &err);
 	standby = strcmp(PQgetvalue(r, 0, 0), "t") == 0;

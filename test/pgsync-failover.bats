@@ -237,3 +237,29 @@ applied_on() {
 	[ "$(psql_at stby2 -c "SELECT failover FROM pg_replication_slots WHERE slot_name = 'fo_p2'")" = f ]
 	kill_test_pids
 }
+
+@test "before PostgreSQL 17: source.failover_slot = on is refused with the message, the default changes nothing" {
+	local major=${PGSYNC_OLD_MAJOR:-15} url
+	cluster_start old --major "$major"
+	psql_at old -c "CREATE ROLE fo_src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO fo_src;
+		CREATE TABLE fo_c (id serial PRIMARY KEY, v text); GRANT SELECT ON fo_c TO fo_src;
+		GRANT SELECT ON SEQUENCE fo_c_id_seq TO fo_src;
+		INSERT INTO fo_c (v) SELECT 'seed' FROM generate_series(1, 20);
+		CREATE PUBLICATION fo_c_pub FOR TABLE fo_c" >/dev/null
+	url="$(cluster_url old) user=fo_src"
+	job_conf foc foc_slot fo_c_pub public.fo_c source.failover_slot=on >/dev/null
+	SRC_URL=$url run pgs foc check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: source.failover_slot = on needs PostgreSQL 17 or later, and the source runs $major; fix: set source.failover_slot = off or leave it out"* ]]
+	SRC_URL=$url run pgs foc bootstrap
+	[ "$status" -eq 3 ]
+	[[ $output == *"source.failover_slot = on needs PostgreSQL 17 or later"* ]]
+	[ "$(psql_at old -c "SELECT count(*) FROM pg_replication_slots")" = 0 ]
+	run pg-slot create -d "$url" --slot foc_x --failover
+	[ "$status" -eq 3 ]
+	[[ $output == *"pg-slot: error: a failover slot needs PostgreSQL 17 or later, and the source runs $major: leave out --failover"* ]]
+	job_conf foc foc_slot fo_c_pub public.fo_c >/dev/null
+	SRC_URL=$url run pgs foc bootstrap
+	[ "$status" -eq 0 ]
+	[ "$(psql_at old -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'foc_slot'")" = 1 ]
+}
