@@ -97,7 +97,20 @@ applied_on() {
 	writer "$(ha_url src stby)"
 	# Decoding moves the slot; the standby's copy becomes synced and persistent.
 	wait_until 120 ha_slot_synced stby fo_slot
-	sleep 5
+	# check and status call it ready, naming the standby without its password.
+	local sb="$(cluster_url stby) password=sekrit"
+	PGSYNC_STANDBY_URLS="$sb" run pgs fo check
+	[ "$status" -eq 0 ]
+	[[ $output == *"ok    standby $(cluster_url stby): ready for a failover: replication slot fo_slot is synced, persistent and valid"* ]]
+	[[ $output != *sekrit* && $output != *synchronized_standby_slots* ]]
+	PGSYNC_STANDBY_URLS="$sb" run pgs fo status
+	[[ $output == *"failover:        ready to $(cluster_url stby)"* ]]
+	PGSYNC_STANDBY_URLS="$sb" run pgs fo status --json
+	jq -e '.failover.ready == true and .failover.standbys[0].ready == true' <<<"$output"
+	PGSYNC_STANDBY_URLS="$sb" run pgs fo status --prometheus
+	[[ $output == *$'\npgsync_failover_ready{job="fo",standby="'"$(cluster_url stby)"'"} 1'* ]]
+	[[ $output != *sekrit* ]]
+	sleep 3
 	local before rows_before t0 t1 switch
 	before=$(job_field fo applied_lsn)
 	cluster_stop src --mode immediate
@@ -262,4 +275,54 @@ applied_on() {
 	SRC_URL=$url run pgs foc bootstrap
 	[ "$status" -eq 0 ]
 	[ "$(psql_at old -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'foc_slot'")" = 1 ]
+}
+
+@test "slot sync off, a same-named slot on the standby, synchronized_standby_slots stale or empty: check and status say why; after a failover the missing slot is exit 4" {
+	ha_start src3 stby3
+	cluster_set stby3 sync_replication_slots=off >/dev/null
+	psql_at src3 -c "CREATE ROLE fo_src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO fo_src;
+		CREATE TABLE fo_d (id serial PRIMARY KEY, v text); GRANT SELECT ON fo_d TO fo_src;
+		GRANT SELECT ON SEQUENCE fo_d_id_seq TO fo_src;
+		INSERT INTO fo_d (v) SELECT 'seed' FROM generate_series(1, 20);
+		CREATE PUBLICATION fo_d_pub FOR TABLE fo_d" >/dev/null
+	job_conf fod fod_slot fo_d_pub public.fo_d >/dev/null
+	local url sb
+	url=$(ha_url src3 stby3 fo_src)
+	sb=$(cluster_url stby3)
+	SRC_URL=$url run pgs fod bootstrap
+	[ "$status" -eq 0 ]
+	SRC_URL=$url start_run fod
+	wait_until 60 state_is fod STREAMING
+	psql_at src3 -c "INSERT INTO fo_d (v) SELECT 'more' FROM generate_series(1, 10)" >/dev/null
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[ "$status" -eq 0 ]
+	[[ $output == *"warn  standby $sb: sync_replication_slots is off: the job's slot is not synchronized to it; fix: ALTER SYSTEM SET sync_replication_slots = on"* ]]
+	[[ $output == *"warn  standby $sb: replication slot fod_slot is not on it"* ]]
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod status
+	[[ $output == *"failover:        NOT ready to $sb: sync_replication_slots is off"* ]]
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod status --prometheus
+	[[ $output == *$'\npgsync_failover_ready{job="fod",standby="'"$sb"'"} 0'* ]]
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod status --json
+	jq -e '.failover.ready == false and (.failover.standbys[0].reason | startswith("sync_replication_slots is off"))' <<<"$output"
+	# A slot of the job's name made on the standby blocks every slot's sync.
+	psql_at stby3 -c "SELECT pg_create_logical_replication_slot('fod_slot', 'pgoutput')" >/dev/null
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  standby $sb: replication slot fod_slot on it is not a synced copy of the primary's: it blocks the synchronization of every slot; fix: drop it on the standby"* ]]
+	psql_at stby3 -c "SELECT pg_drop_replication_slot('fod_slot')" >/dev/null
+	# The primary waits for standbys it names: a missing one stalls decoding.
+	cluster_set src3 synchronized_standby_slots=gone_phys >/dev/null
+	SRC_URL=$url run pgs fod check
+	[[ $output == *"warn  source: synchronized_standby_slots names gone_phys, which does not exist: logical decoding waits for it, and the job stalls"* ]]
+	cluster_set src3 "synchronized_standby_slots=" >/dev/null
+	SRC_URL=$url run pgs fod check
+	[[ $output == *"warn  source: synchronized_standby_slots is empty while standbys exist"* ]]
+	# The standby has no copy of the slot: a failover to it is a resync.
+	wait_until 60 ha_caught_up src3 stby3
+	cluster_stop src3 --mode immediate
+	ha_promote stby3
+	wait_run 180
+	[ "$RUN_STATUS" -eq 4 ]
+	[ "$(job_state fod)" = RESYNC_REQUIRED ]
+	[[ $(job_field fod last_error) == *"replication slot fod_slot no longer exists on the source"* || $(job_field fod last_error) == *'replication slot "fod_slot" does not exist'* ]]
 }
