@@ -336,6 +336,14 @@ sql_conn(struct walcat *w, struct pgerr *err)
 	return w->sql;
 }
 
+static bool
+same_server(PGconn *a, PGconn *b)
+{
+	const char *ha = PQhost(a), *hb = PQhost(b), *pa = PQport(a), *pb = PQport(b);
+
+	return ha && hb && pa && pb && strcmp(ha, hb) == 0 && strcmp(pa, pb) == 0;
+}
+
 /*
  * A failover: never stream from a node in recovery, nor from a server whose
  * history the target does not share (lineage_judge(), the one rule). On a
@@ -351,9 +359,21 @@ follow_lineage(struct walcat *w, PGconn *sql, PGconn *repl, const struct sysiden
 	struct lineage hist;
 	struct buf feature = BUF_INIT;
 	char msg[512];
-	PGresult *r = conn_query_one(sql, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL, 1, &err);
+	PGresult *r;
 	bool standby;
 
+	/* Several hosts: both sessions must have found the same server, or the
+	 * slot read on one would be judged by the other's history. */
+	if (!same_server(sql, repl))
+	{
+		end->retry = true;
+		log_warn("the replication and the normal connection reached different servers (%s:%s and %s:%s): trying again",
+				 PQhost(repl), PQport(repl), PQhost(sql), PQport(sql));
+		PQfinish(w->sql);
+		w->sql = NULL;
+		return EXIT_RUNTIME;
+	}
+	r = conn_query_one(sql, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL, 1, &err);
 	if (r == NULL)
 	{
 		end->retry = err.retryable;
