@@ -37,7 +37,6 @@ teardown_file() {
 }
 
 teardown() {
-	[[ ! -f $BATS_FILE_TMPDIR/current_run ]] || cp "$(current_run_log)" /tmp/fo-run.$BATS_TEST_NUMBER.log
 	[[ ! -d $BATS_FILE_TMPDIR/writer ]] || touch "$BATS_FILE_TMPDIR/writer/stop"
 	kill_test_pids
 }
@@ -187,6 +186,10 @@ applied_on() {
 	run pg-slot create -d "$(cluster_url stby2)" --slot fo_p4 --failover
 	[ "$status" -eq 3 ]
 	[[ $output == *"pg-slot: error: the source is a standby (in recovery): a failover slot is created on the primary"* ]]
+	# Nor is a standby streamed from, even where its synced slot is found.
+	run pg-walcat -d "$(cluster_url stby2) user=fo_src" --slot fob_slot --publication fo_b_pub --no-loop
+	[ "$status" -eq 1 ]
+	[[ $output == *"pg-walcat: warning: the source is in recovery (a standby): not streaming from it"* ]]
 	# Without synchronized_standby_slots the target may get ahead of a standby.
 	cluster_set src2 "synchronized_standby_slots=" >/dev/null
 	cluster_stop stby2 --mode fast
