@@ -294,8 +294,18 @@ applied_on() {
 	sb=$(cluster_url stby3)
 	SRC_URL=$url run pgs fod bootstrap
 	[ "$status" -eq 0 ]
+	# The key changed for an existing job: run alters the slot before it streams.
+	job_conf fod fod_slot fo_d_pub public.fo_d source.failover_slot=off >/dev/null
 	SRC_URL=$url start_run fod
 	wait_until 60 state_is fod STREAMING
+	[ "$(psql_at src3 -c "SELECT failover FROM pg_replication_slots WHERE slot_name = 'fod_slot'")" = f ]
+	grep -q "replication slot fod_slot: no-failover now, as source.failover_slot = off says" "$(current_run_log)"
+	stop_run TERM
+	job_conf fod fod_slot fo_d_pub public.fo_d >/dev/null
+	SRC_URL=$url start_run fod
+	wait_until 60 grep -q "replication slot fod_slot: failover now, as source.failover_slot = auto says" "$(current_run_log)"
+	wait_until 60 sql_is src3 t "SELECT active FROM pg_replication_slots WHERE slot_name = 'fod_slot'"
+	[ "$(psql_at src3 -c "SELECT failover FROM pg_replication_slots WHERE slot_name = 'fod_slot'")" = t ]
 	psql_at src3 -c "INSERT INTO fo_d (v) SELECT 'more' FROM generate_series(1, 10)" >/dev/null
 	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
 	[ "$status" -eq 0 ]
