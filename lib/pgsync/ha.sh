@@ -215,7 +215,7 @@ ha_check_failover() {
 # pgsync_failover_ready{standby=...} gauge (prom). Without standbys named
 # the document passes unchanged.
 ha_status() {
-	local format=$1 doc url display fo="" why list="" any=0 line level msg
+	local format=$1 doc url display fo="" why entries="" any=0 line level msg
 	doc=$(cat) || return 1
 	if [[ -z $(ha_standbys) ]]; then
 		printf '%s\n' "$doc"
@@ -238,11 +238,11 @@ ha_status() {
 		*) why="the primary's replication slot $SLOT cannot be read (source unreachable, missing, or before PostgreSQL 17)" ;;
 		esac
 		[[ -n $why ]] || any=1
-		list+=${list:+$'\x1e'}$display$'\x1f'$([[ -z $why ]] && echo true || echo false)$'\x1f'$why
+		entries+=${entries:+$'\x1e'}$display$'\x1f'$([[ -z $why ]] && echo true || echo false)$'\x1f'$why
 	done < <(ha_standbys)
 	case $format in
 	json)
-		sql tgt -v doc="$doc" -v list="$list" -v any="$any" <<'SQL'
+		sql tgt -v doc="$doc" -v list="$entries" -v any="$any" <<'SQL'
 SELECT jsonb_pretty(:'doc'::jsonb || jsonb_build_object('failover', jsonb_build_object(
   'ready', :'any' = '1',
   'standbys', (SELECT jsonb_agg(jsonb_build_object('standby', split_part(e, E'\x1f', 1),
@@ -256,7 +256,7 @@ SQL
 		while IFS=$'\x1f' read -r display level msg; do
 			display=${display//\\/\\\\}
 			printf 'pgsync_failover_ready{job="%s",standby="%s"} %d\n' "$JOB" "${display//\"/\\\"}" "$([[ $level == true ]] && echo 1 || echo 0)"
-		done < <(tr '\036' '\n' <<<"$list")
+		done < <(tr '\036' '\n' <<<"$entries")
 		;;
 	*)
 		printf '%s\n' "$doc"
@@ -266,7 +266,7 @@ SQL
 			else
 				printf 'failover:        NOT ready to %s: %s\n' "$display" "$msg"
 			fi
-		done < <(tr '\036' '\n' <<<"$list")
+		done < <(tr '\036' '\n' <<<"$entries")
 		;;
 	esac
 }
