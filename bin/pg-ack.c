@@ -8,6 +8,7 @@
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
+#include "lineage.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -159,6 +160,38 @@ check_sysid(PGconn *conn, const struct opts *o, const struct checkpoint *cp)
 				  "system %s: it belongs to another server", o->from, cp->sysid, sysid);
 }
 
+/*
+ * A checkpoint file that names its timeline is confirmed only on a source
+ * whose history holds it (lineage_judge(), the rule pg-walcat streams by):
+ * a position of another branch would make the slot skip what it never sent.
+ */
+static void
+check_lineage(const struct opts *o, const struct checkpoint *cp)
+{
+	struct sysident id;
+	struct lineage hist;
+	struct pgerr err;
+	char msg[512];
+	PGconn *repl;
+
+	if (cp->timeline == 0)
+		return;
+	repl = source_connect(o->conninfo, SESSION_REPLICATION);
+	if (!conn_identify_system(repl, &id, &err))
+		pgerr_fatal(EXIT_RUNTIME, "cannot identify the source system", &err);
+	if (!lineage_read(repl, id.timeline, &hist, &err))
+		pgerr_fatal(EXIT_RUNTIME, "cannot read the source's timeline history", &err);
+	PQfinish(repl);
+	switch (lineage_judge(cp->timeline, cp->lsn, &hist, msg, sizeof(msg)))
+	{
+		case LINEAGE_SAME:
+		case LINEAGE_FOLLOWS:
+			return;
+		default:
+			log_fatal(EXIT_CONTINUITY, "checkpoint file \"%s\": %s: nothing confirmed, resync required", o->from, msg);
+	}
+}
+
 /* Read the slot, waiting up to --wait for its consumer to let it go. */
 static void
 read_slot(PGconn *conn, const struct opts *o, struct slotinfo *s)
@@ -270,6 +303,7 @@ main(int argc, char **argv)
 	if (rc != EXIT_DONE)
 		pgerr_fatal(rc, "cannot check the source", &err);
 	check_sysid(conn, &o, &cp);
+	check_lineage(&o, &cp);
 
 	read_slot(conn, &o, &s);
 	if (strcmp(s.slot_type, "logical") != 0)

@@ -21,6 +21,7 @@
 #include "heartbeat.h"
 #include "input.h"
 #include "jobrow.h"
+#include "lineage.h"
 #include "log.h"
 #include "lsn.h"
 #include "pace.h"
@@ -257,12 +258,44 @@ finish(bool signalled)
 
 /* --- the job row ------------------------------------------------------- */
 
+/*
+ * A header on another timeline than the one the target recorded: the
+ * lineage rule (lineage_judge(), the one pg-walcat judged by) on the
+ * history the header carries. The same history is recorded as the job's
+ * timeline at once, so that no stream of the old one is taken after it;
+ * anything else ends with nothing of the new timeline applied.
+ */
+static void
+follow_timeline(const struct sr_record *rec)
+{
+	struct lineage hist;
+	struct apply_err err;
+	char msg[512];
+
+	if (rec->timeline == A.timeline)
+		return;
+	if (!lineage_parse_feature(rec->history.p, rec->history.n, rec->timeline, &hist))
+		applyreport_fail_at(&A, EXIT_CONTINUITY, "stream on timeline %u carries a malformed history: resync required",
+							rec->timeline);
+	if (lineage_judge(A.timeline, A.applied, &hist, msg, sizeof(msg)) != LINEAGE_FOLLOWS)
+		applyreport_fail_at(&A, EXIT_CONTINUITY, "%s: resync required, nothing of timeline %u applied",
+							msg, rec->timeline);
+	if (!jobrow_set_timeline(A.meta, A.job, rec->timeline, &err))
+		applyreport_fail(&A, &err);
+	log_info("%s: job \"%s\" goes on on timeline %u", msg, A.job, rec->timeline);
+	A.timeline = A.scfg.id.timeline = rec->timeline;
+	/* The checkpoint names the timeline too, even at the same position. */
+	A.cp_ever = false;
+	applyreport_checkpoint(&A, true);
+}
+
 static void
 init_job(const struct sr_record *rec)
 {
 	struct job_identity id;
 	struct apply_err err;
 	struct applier_opts ao;
+	uint32_t recorded = 0;
 
 	if (A.job_opt)
 		snprintf(A.job, sizeof(A.job), "%s", A.job_opt);
@@ -279,10 +312,14 @@ init_job(const struct sr_record *rec)
 
 	/* One applier per job: a second one would apply twice. */
 	if (!jobrow_lock(A.conn, A.job, LOCK_WAIT_MS, &err) ||
-		!jobrow_open(A.meta, A.job, &id, &A.durable, A.commit_time, sizeof(A.commit_time), &err) ||
-		(A.checkpoint_path && !jobrow_check_checkpoint(A.checkpoint_path, A.job, &id, A.durable, &err)))
+		!jobrow_open(A.meta, A.job, &id, &A.durable, &recorded, A.commit_time, sizeof(A.commit_time), &err))
+		applyreport_fail(&A, &err);
+	/* The checkpoint belongs to the timeline the target recorded. */
+	id.timeline = recorded;
+	if (A.checkpoint_path && !jobrow_check_checkpoint(A.checkpoint_path, A.job, &id, A.durable, &err))
 		applyreport_fail(&A, &err);
 	A.applied = A.received = A.durable;
+	A.timeline = id.timeline = recorded;
 
 	A.rc = relcache_new(A.job);
 	if (!relcache_load_tables(A.rc, A.meta, &err))
@@ -301,6 +338,7 @@ init_job(const struct sr_record *rec)
 		log_info("no permission to set session_replication_role: triggers and foreign keys stay active on the target");
 	A.hb = heartbeat_new(A.job, A.heartbeat_ms);
 	A.job_ready = true;
+	follow_timeline(rec);
 	applyreport_checkpoint(&A, true);
 	applyreport_heartbeat(&A, true, false, "STREAMING");
 }
@@ -316,16 +354,19 @@ on_header(const struct sr_record *rec)
 		snprintf(A.source_version, sizeof(A.source_version), "%.*s", (int) rec->server.n, rec->server.p);
 	if (!A.job_ready)
 		init_job(rec);
-	else if (strcmp(rec->sysid, A.sysid) != 0 || rec->timeline != A.timeline ||
-			 strcmp(rec->slot, A.slot) != 0)
+	else if (strcmp(rec->sysid, A.sysid) != 0 || strcmp(rec->slot, A.slot) != 0)
 		applyreport_fail_at(&A, EXIT_CONTINUITY,
 				"stream from source %s timeline %u slot \"%s\" follows one from source %s timeline %u slot \"%s\": resync required",
 				rec->sysid, rec->timeline, rec->slot, A.sysid, A.timeline, A.slot);
-	else if (rec->interrupted)
+	else
 	{
-		log_warn("%s:%llu: stream restarted inside transaction %llu: discarding the uncommitted batch; the producer sends it again",
-				 input_name(A.in), (unsigned long long) input_lineno(A.in), (unsigned long long) rec->open_xid);
-		rollback_batch(false);
+		if (rec->interrupted)
+		{
+			log_warn("%s:%llu: stream restarted inside transaction %llu: discarding the uncommitted batch; the producer sends it again",
+					 input_name(A.in), (unsigned long long) input_lineno(A.in), (unsigned long long) rec->open_xid);
+			rollback_batch(false);
+		}
+		follow_timeline(rec);
 	}
 	/* The tables of the stream before are undefined now (committed before
 	 * the header was read, see on_line()). */

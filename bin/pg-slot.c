@@ -27,14 +27,15 @@
 #include <unistd.h>
 
 static const char synopsis[] =
-	"usage: pg-slot create --slot NAME [-d CONNINFO] [--if-not-exists]\n"
+	"usage: pg-slot create --slot NAME [-d CONNINFO] [--if-not-exists] [--failover|--no-failover]\n"
 	"                      [--export-snapshot [--hold-timeout DURATION] [--temporary]] [--json]\n"
+	"       pg-slot alter --slot NAME --failover|--no-failover [-d CONNINFO] [--wait DURATION]\n"
 	"       pg-slot drop --slot NAME [-d CONNINFO] [--if-exists] [--wait DURATION] [--json]\n"
 	"       pg-slot show --slot NAME [-d CONNINFO] [--json]\n";
 
 static const char options_help[] =
 	"\n"
-	"Create, drop or show a logical replication slot (plugin pgoutput) on the source.\n"
+	"Create, alter, drop or show a logical replication slot (plugin pgoutput) on the source.\n"
 	"\n"
 	"Options:\n"
 	"  -d, --dbname=CONNINFO     source connection string or URL (default: libpq environment)\n"
@@ -45,8 +46,14 @@ static const char options_help[] =
 	"      --hold-timeout=DURATION  create: give the snapshot up after DURATION (exit 1)\n"
 	"      --temporary           create: a temporary slot, gone when the hold ends (a\n"
 	"                            consistent point and snapshot, no WAL kept after)\n"
+	"      --failover            create, alter: a failover slot, synchronized to standbys\n"
+	"                            that have sync_replication_slots on (PostgreSQL 17+, on\n"
+	"                            a primary); with --if-not-exists an existing slot is\n"
+	"                            altered to match\n"
+	"      --no-failover         create, alter: a slot that is not synchronized\n"
 	"      --if-exists           drop: a missing slot is not an error\n"
-	"      --wait=DURATION       drop: wait up to DURATION for an active slot to be released\n"
+	"      --wait=DURATION       drop, alter: wait up to DURATION for an active slot to be\n"
+	"                            released\n"
 	"      --json                JSON on stdout (create, show) and JSON log lines on stderr\n"
 	"  -q, --quiet               log warnings and errors only\n"
 	"      --log-level=LEVEL     debug, info, warn or error (default info)\n"
@@ -57,7 +64,10 @@ static const char options_help[] =
 	"Exit status: 0 done, 1 runtime error, 2 usage, 3 source prerequisite missing,\n"
 	"4 slot missing or invalidated.\n";
 
-enum cmd { CMD_NONE, CMD_CREATE, CMD_DROP, CMD_SHOW };
+enum cmd { CMD_NONE, CMD_CREATE, CMD_ALTER, CMD_DROP, CMD_SHOW };
+
+/* --failover and --no-failover; without either the server's default (off). */
+enum failover { FO_DEFAULT, FO_ON, FO_OFF };
 
 struct opts {
 	enum cmd cmd;
@@ -68,6 +78,7 @@ struct opts {
 	bool export_snapshot;
 	bool temporary;
 	bool json;
+	enum failover failover;
 	uint64_t hold_timeout_ms;	/* 0: hold until EOF or a signal */
 	uint64_t wait_ms;
 };
@@ -77,7 +88,8 @@ struct opts {
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT, OPT_TEMPORARY };
+	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT, OPT_TEMPORARY,
+		OPT_FAILOVER, OPT_NO_FAILOVER };
 	static const struct option longopts[] = {
 		CLI_DBNAME_LONGOPT,
 		{"slot", required_argument, NULL, 's'},
@@ -87,6 +99,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"temporary", no_argument, NULL, OPT_TEMPORARY},
 		{"hold-timeout", required_argument, NULL, OPT_HOLD},
 		{"wait", required_argument, NULL, OPT_WAIT},
+		{"failover", no_argument, NULL, OPT_FAILOVER},
+		{"no-failover", no_argument, NULL, OPT_NO_FAILOVER},
 		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -104,6 +118,12 @@ parse_args(int argc, char **argv, struct opts *o)
 			case OPT_IF_EXISTS: o->if_exists = true; break;
 			case OPT_EXPORT: o->export_snapshot = true; break;
 			case OPT_TEMPORARY: o->temporary = true; break;
+			case OPT_FAILOVER:
+			case OPT_NO_FAILOVER:
+				if (o->failover != FO_DEFAULT)
+					usage_error("give at most one of --failover and --no-failover");
+				o->failover = c == OPT_FAILOVER ? FO_ON : FO_OFF;
+				break;
 			case OPT_HOLD:
 				o->hold_timeout_ms = cli_duration(&cli, "--hold-timeout", optarg, 1);
 				have_hold = true;
@@ -118,15 +138,17 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->conninfo = cli.conninfo;
 	o->json = cli.json;
 	if (optind >= argc)
-		usage_error("missing command: create, drop or show");
+		usage_error("missing command: create, alter, drop or show");
 	if (strcmp(argv[optind], "create") == 0)
 		o->cmd = CMD_CREATE;
+	else if (strcmp(argv[optind], "alter") == 0)
+		o->cmd = CMD_ALTER;
 	else if (strcmp(argv[optind], "drop") == 0)
 		o->cmd = CMD_DROP;
 	else if (strcmp(argv[optind], "show") == 0)
 		o->cmd = CMD_SHOW;
 	else
-		usage_error("unknown command \"%s\": expected create, drop or show", argv[optind]);
+		usage_error("unknown command \"%s\": expected create, alter, drop or show", argv[optind]);
 	if (optind + 1 < argc)
 		usage_error("unexpected argument \"%s\"", argv[optind + 1]);
 	if (o->slot == NULL)
@@ -138,8 +160,17 @@ parse_args(int argc, char **argv, struct opts *o)
 	/* Without the hold a temporary slot would be gone before anyone used it. */
 	if (o->temporary && (!o->export_snapshot || o->if_not_exists))
 		usage_error("--temporary needs --export-snapshot and cannot take --if-not-exists");
-	if (o->cmd != CMD_DROP && (o->if_exists || have_wait))
-		usage_error("--if-exists and --wait apply to drop only");
+	if (o->cmd != CMD_DROP && o->if_exists)
+		usage_error("--if-exists applies to drop only");
+	if (o->cmd != CMD_DROP && o->cmd != CMD_ALTER && have_wait)
+		usage_error("--wait applies to drop and alter only");
+	if (o->failover != FO_DEFAULT && o->cmd != CMD_CREATE && o->cmd != CMD_ALTER)
+		usage_error("--failover and --no-failover apply to create and alter only");
+	if (o->cmd == CMD_ALTER && o->failover == FO_DEFAULT)
+		usage_error("alter needs --failover or --no-failover");
+	/* The server keeps a temporary slot nowhere but here. */
+	if (o->temporary && o->failover == FO_ON)
+		usage_error("--temporary cannot take --failover: a temporary slot is never synchronized");
 }
 
 
@@ -210,6 +241,58 @@ print_created(const struct opts *o, const char *slot, lsn_t lsn, const char *sna
 	return ok;
 }
 
+/*
+ * A failover slot needs PostgreSQL 17 (the FAILOVER option) and a primary:
+ * a standby's slots are the synchronized copies, never failover slots.
+ * --no-failover asks for what every slot before 17 is.
+ */
+static void
+failover_possible(PGconn *conn, const struct opts *o)
+{
+	struct pgerr err;
+	PGresult *r;
+	bool standby;
+
+	if (o->failover != FO_ON)
+		return;
+	if (PQserverVersion(conn) < 170000)
+		log_fatal(EXIT_PREFLIGHT, "a failover slot needs PostgreSQL 17 or later, and the source runs %d: "
+				  "leave out --failover", PQserverVersion(conn) / 10000);
+	if ((r = conn_query_one(conn, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL, 1, &err)) == NULL)
+		pgerr_fatal(EXIT_RUNTIME, "cannot ask the source whether it is in recovery", &err);
+	standby = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	if (standby)
+		log_fatal(EXIT_PREFLIGHT, "the source is a standby (in recovery): a failover slot is created on the "
+				  "primary and synchronized to the standbys; connect to the primary");
+}
+
+/* ALTER_REPLICATION_SLOT ... (FAILOVER): the slot must be idle. */
+static void
+set_failover(const struct opts *o, const char *slot, bool on)
+{
+	PGconn *repl = source_connect(o->conninfo, SESSION_REPLICATION);
+	char sql[128], what[128];
+	struct pgerr err;
+	PGresult *res;
+
+	snprintf(sql, sizeof(sql), "ALTER_REPLICATION_SLOT %s ( FAILOVER %s )", slot, on ? "true" : "false");
+	res = PQexec(repl, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		pgerr_set(&err, repl, res);
+		PQclear(res);
+		if (strcmp(err.sqlstate, "55006") == 0)
+			log_fatal(EXIT_RUNTIME, "cannot alter replication slot \"%s\": %s: stop its consumer (pgsync run, "
+					  "pg-walcat) first, or give --wait", slot, err.msg);
+		snprintf(what, sizeof(what), "cannot alter replication slot \"%s\"", slot);
+		pgerr_fatal(EXIT_RUNTIME, what, &err);
+	}
+	PQclear(res);
+	PQfinish(repl);
+	log_info("replication slot \"%s\" is %s", slot, on ? "a failover slot now" : "no failover slot any more");
+}
+
 /* --if-not-exists found the slot: report it if it is a usable pgoutput slot. */
 static int
 report_existing(const struct opts *o, PGconn *conn, const struct slotinfo *s)
@@ -231,6 +314,13 @@ report_existing(const struct opts *o, PGconn *conn, const struct slotinfo *s)
 	if (slotinfo_invalidated(s, why, sizeof(why)))
 		log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" already exists but is invalidated (%s): "
 				  "drop it and resync", s->name, why);
+	if (o->failover != FO_DEFAULT && s->has_failover && s->failover != (o->failover == FO_ON))
+	{
+		if (s->active)
+			log_fatal(EXIT_RUNTIME, "replication slot \"%s\" is active for PID %d: its failover setting "
+					  "can change only while no consumer holds it", s->name, s->active_pid);
+		set_failover(o, s->name, o->failover == FO_ON);
+	}
 	PQfinish(conn);
 	log_info("replication slot \"%s\" already exists", s->name);
 	print_created(o, s->name, s->confirmed_flush_lsn, NULL);
@@ -341,6 +431,7 @@ cmd_create(const struct opts *o)
 	int rc = EXIT_DONE;
 
 	preflight(conn, true);
+	failover_possible(conn, o);
 	if (o->if_not_exists && read_slot(conn, o->slot, &s) == SLOT_FOUND)
 		return report_existing(o, conn, &s);
 
@@ -350,8 +441,9 @@ cmd_create(const struct opts *o)
 	 * still accept but document as the old syntax.
 	 */
 	if (PQserverVersion(repl) >= 150000)
-		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput (SNAPSHOT '%s')",
-				 o->slot, o->temporary ? " TEMPORARY" : "", o->export_snapshot ? "export" : "nothing");
+		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput (SNAPSHOT '%s'%s)",
+				 o->slot, o->temporary ? " TEMPORARY" : "", o->export_snapshot ? "export" : "nothing",
+				 o->failover == FO_ON ? ", FAILOVER true" : "");
 	else
 		snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput %s",
 				 o->slot, o->temporary ? " TEMPORARY" : "", o->export_snapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
@@ -376,8 +468,8 @@ cmd_create(const struct opts *o)
 		snapshot = PQgetvalue(res, 0, 2);
 	}
 	PQfinish(conn);
-	log_info("created replication slot \"%s\" at %s%s%s", o->slot, lsn_format(lsn, l),
-			 snapshot ? " with snapshot " : "", snapshot ? snapshot : "");
+	log_info("created %sreplication slot \"%s\" at %s%s%s", o->failover == FO_ON ? "failover " : "",
+			 o->slot, lsn_format(lsn, l), snapshot ? " with snapshot " : "", snapshot ? snapshot : "");
 	if (print_created(o, o->slot, lsn, snapshot) && snapshot)
 	{
 		/* Readers of our stdout see EOF now, while the snapshot stays held. */
@@ -410,6 +502,35 @@ wait_inactive(PGconn *conn, const char *slot, uint64_t wait_ms, struct slotinfo 
 		st = read_slot(conn, slot, s);
 	}
 	return st;
+}
+
+static int
+cmd_alter(const struct opts *o)
+{
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL);
+	struct slotinfo s;
+	bool on = o->failover == FO_ON;
+	enum slot_lookup st;
+
+	preflight(conn, true);
+	failover_possible(conn, o);
+	st = wait_inactive(conn, o->slot, o->wait_ms, &s);
+	if (st == SLOT_MISSING)
+		log_fatal(EXIT_CONTINUITY, "replication slot \"%s\" does not exist", o->slot);
+	PQfinish(conn);
+	/* Before 17 no slot is a failover slot: --no-failover holds already. */
+	if (!s.has_failover || s.failover == on)
+	{
+		log_info("replication slot \"%s\" is %s already: nothing to do", o->slot,
+				 on ? "a failover slot" : "no failover slot");
+		return EXIT_DONE;
+	}
+	if (s.active)
+		log_fatal(EXIT_RUNTIME, "replication slot \"%s\" is active for PID %d: its failover setting can "
+				  "change only while no consumer holds it; stop the consumer first, or give --wait",
+				  o->slot, s.active_pid);
+	set_failover(o, o->slot, on);
+	return EXIT_DONE;
 }
 
 static int
@@ -484,6 +605,7 @@ main(int argc, char **argv)
 	switch (o.cmd)
 	{
 		case CMD_CREATE: return cmd_create(&o);
+		case CMD_ALTER: return cmd_alter(&o);
 		case CMD_DROP: return cmd_drop(&o);
 		case CMD_SHOW: return cmd_show(&o);
 		default: return EXIT_USAGE;

@@ -697,7 +697,7 @@ main(int argc, char **argv)
 	/* A chunk stream delivers no transactions: its header promises none
 	 * (0/0), and the job's stream goes on from the job's own position. */
 	rec_header(&head, sys.sysid, sys.timeline, o.slot, o.chunked ? 0 : o.position,
-			   "pg-snapshot-dump/" PGSYNC_VERSION, version);
+			   "pg-snapshot-dump/" PGSYNC_VERSION, version, NULL);
 	rec_start(&head, o.chunked ? REC_CHUNKS : REC_SNAPSHOT);
 	rec_lsn(&head, o.position);
 	rec_valuez(&head, snapshot_name);

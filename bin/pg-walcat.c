@@ -7,6 +7,7 @@
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
+#include "lineage.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -107,6 +108,7 @@ struct walcat {
 	PGconn *sql;				/* normal connection: checks, heartbeats */
 	lsn_t acked;				/* last position the ack file gave */
 	lsn_t acked_sent;			/* ... and the last one told to the server */
+	uint32_t acked_tli;			/* the timeline the ack file says it was applied on */
 	bool streamed;				/* a session reached START_REPLICATION */
 	uint32_t reconnects;		/* sessions that streamed again after a loss */
 	enum src_state reported;	/* last state written to --connection-file */
@@ -226,12 +228,13 @@ read_ack(struct walcat *w)
 {
 	char msg[1024];
 	lsn_t lsn;
+	uint32_t tli;
 	bool present;
 	int rc;
 
 	if (w->o.ack_file == NULL)
 		return EXIT_DONE;
-	rc = walsrc_read_ack(w->o.ack_file, w->sysid, w->o.slot, &lsn, &present, msg, sizeof(msg));
+	rc = walsrc_read_ack(w->o.ack_file, w->sysid, w->o.slot, &lsn, &tli, &present, msg, sizeof(msg));
 	if (rc != EXIT_DONE)
 	{
 		log_error("%s", msg);
@@ -256,7 +259,7 @@ read_ack(struct walcat *w)
 		return EXIT_CONTINUITY;
 	}
 	if (present)
-		w->acked = lsn;
+		w->acked = lsn, w->acked_tli = tli;
 	return EXIT_DONE;
 }
 
@@ -333,6 +336,95 @@ sql_conn(struct walcat *w, struct pgerr *err)
 	return w->sql;
 }
 
+static bool
+same_server(PGconn *a, PGconn *b)
+{
+	const char *ha = PQhost(a), *hb = PQhost(b), *pa = PQport(a), *pb = PQport(b);
+
+	return ha && hb && pa && pb && strcmp(ha, hb) == 0 && strcmp(pa, pb) == 0;
+}
+
+/*
+ * A failover: never stream from a node in recovery, nor from a server whose
+ * history the target does not share (lineage_judge(), the one rule). On a
+ * later timeline that shares it, the slot must be the job's failover slot
+ * synced to this server before its promotion: a slot of the same name made
+ * here since knows nothing of the job. Before anything is confirmed.
+ */
+static int
+follow_lineage(struct walcat *w, PGconn *sql, PGconn *repl, const struct sysident *id,
+			   const struct slotinfo *slot, struct ending *end)
+{
+	struct pgerr err;
+	struct lineage hist;
+	struct buf feature = BUF_INIT;
+	char msg[512];
+	PGresult *r;
+	bool standby;
+
+	/* Several hosts: both sessions must have found the same server, or the
+	 * slot read on one would be judged by the other's history. */
+	if (!same_server(sql, repl))
+	{
+		end->retry = true;
+		log_warn("the replication and the normal connection reached different servers (%s:%s and %s:%s): trying again",
+				 PQhost(repl), PQport(repl), PQhost(sql), PQport(sql));
+		PQfinish(w->sql);
+		w->sql = NULL;
+		return EXIT_RUNTIME;
+	}
+	r = conn_query_one(sql, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL, 1, &err);
+	if (r == NULL)
+	{
+		end->retry = err.retryable;
+		return fail_retry(end, "cannot ask the source whether it is in recovery", &err, EXIT_RUNTIME);
+	}
+	standby = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	if (standby)
+	{
+		/* Ridden out like an outage: the standby may be promoted, or a
+		 * multi-host connection find the primary on the next attempt. */
+		end->retry = true;
+		log_warn("the source is in recovery (a standby): not streaming from it; "
+				 "waiting for a primary (target_session_attrs=primary finds it among several hosts)");
+		return EXIT_RUNTIME;
+	}
+	if (!lineage_read(repl, id->timeline, &hist, &err))
+	{
+		end->retry = err.retryable;
+		return fail_retry(end, "cannot read the source's timeline history", &err, EXIT_RUNTIME);
+	}
+	lineage_format(&hist, &feature);
+	ws_set_history(w->ws, buf_cstr(&feature));
+	buf_free(&feature);
+	if (w->acked == LSN_INVALID)
+		return EXIT_DONE;
+	switch (lineage_judge(w->acked_tli, w->acked, &hist, msg, sizeof(msg)))
+	{
+		case LINEAGE_SAME:
+			return EXIT_DONE;
+		case LINEAGE_BEHIND:
+			end->retry = true;
+			log_warn("%s: not streaming from it", msg);
+			return EXIT_RUNTIME;
+		case LINEAGE_DIVERGED:
+			log_error("%s: resync required", msg);
+			return EXIT_CONTINUITY;
+		case LINEAGE_FOLLOWS:
+			break;
+	}
+	if (!slot->synced || slot->temporary)
+	{
+		log_error("%s, but replication slot \"%s\" on it is not the job's failover slot synced before the promotion "
+				  "(%s): continuity is lost, resync required", msg, w->o.slot,
+				  slot->temporary ? "temporary" : "synced is false");
+		return EXIT_CONTINUITY;
+	}
+	log_info("%s: following the new primary", msg);
+	return EXIT_DONE;
+}
+
 /*
  * Checks before streaming, on the normal connection. Returns EXIT_DONE with
  * the position to start from, or an exit code (end->retry when it may pass
@@ -405,6 +497,8 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 	}
 	snprintf(w->sysid, sizeof(w->sysid), "%s", id.sysid);
 	if ((rc = read_ack(w)) != EXIT_DONE)
+		return rc;
+	if ((rc = follow_lineage(w, sql, repl, &id, &slot, end)) != EXIT_DONE)
 		return rc;
 	/* Checked before anything is sent: the server would confirm it. */
 	if (w->o.ack_file && w->acked != LSN_INVALID &&

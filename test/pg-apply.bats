@@ -837,12 +837,50 @@ EOF
 PGCS→1→22→2→job_slot→0/100
 EOF
 	[ "$status" -eq 4 ]
-	[[ $output == *'stream from source 22 timeline 2 slot "job_slot" does not match job "job_slot", which applies source 22 timeline 1 slot "job_slot": resync required'* ]]
+	[[ $output == *"the source's timeline 2 does not descend from timeline 1 the target applied 0/0 on: another branch of the history: resync required, nothing of timeline 2 applied"* ]]
 	run pgapply --job job_slot <<EOF
 PGCS→1→22→1→other_slot→0/100
 EOF
 	[ "$status" -eq 4 ]
 	[[ $output == *'slot "other_slot" does not match job "job_slot"'* ]]
+}
+
+@test "a later timeline whose history leaves the recorded one at or after the applied position goes on and is recorded; one below it exits 4 with nothing applied" {
+	local cp=$BATS_TEST_TMPDIR/cp
+	run pgapply --checkpoint "$cp" <<EOF
+PGCS→1→26→1→tl_slot→0/100
+POSITION→0/300→$T0
+EOF
+	[ "$status" -eq 0 ]
+	# A promoted standby: timeline 2 left timeline 1 at 0/400.
+	run pgapply --checkpoint "$cp" <<EOF
+PGCS→1→26→2→tl_slot→0/300→producer=x→history=1:0/400
+POSITION→0/500→$T0
+EOF
+	[ "$status" -eq 0 ]
+	[[ $output == *"the source's timeline 2 follows timeline 1 at 0/400, at or after the applied position 0/300: the same history: job \"tl_slot\" goes on on timeline 2"* ]]
+	[ "$(q "SELECT source_timeline, applied_lsn FROM pgsync.job WHERE job = 'tl_slot'")" = "2|0/500" ]
+	grep -qx timeline=2 "$cp"
+	# The old timeline comes back: refused, nothing applied.
+	run pgapply --checkpoint "$cp" <<EOF
+PGCS→1→26→1→tl_slot→0/500
+POSITION→0/600→$T0
+EOF
+	[ "$status" -eq 4 ]
+	[[ $output == *"the source is on timeline 1, before timeline 2 the target applied 0/500 on"* ]]
+	# Timeline 3 left timeline 2 at 0/450, below the applied 0/550, in the
+	# same input as a stream of timeline 2: nothing of it applied.
+	run pgapply --checkpoint "$cp" <<EOF
+PGCS→1→26→2→tl_slot→0/500→history=1:0/400
+POSITION→0/550→$T0
+PGCS→1→26→3→tl_slot→0/550→history=1:0/400,2:0/450
+BEGIN→77→0/560→$T0
+COMMIT→77→0/560→0/570→$T0
+EOF
+	[ "$status" -eq 4 ]
+	[[ $output == *"the source's timeline 3 left timeline 2 at 0/450, before the applied position 0/550 on timeline 2: the target holds transactions the new primary never had: resync required, nothing of timeline 3 applied"* ]]
+	[ "$(q "SELECT source_timeline, applied_lsn FROM pgsync.job WHERE job = 'tl_slot'")" = "2|0/550" ]
+	grep -qx timeline=2 "$cp"
 }
 
 @test "an existing job row keeps its state and slot_owned, and gets its source recorded" {

@@ -302,7 +302,7 @@ start_consumer() {
 	v=$(psql_at src -c "SHOW server_version_num")
 	keys="slot slot_type plugin database temporary active active_pid restart_lsn confirmed_flush_lsn wal_status safe_wal_size two_phase"
 	((v < 160000)) || keys="$keys conflicting"
-	((v < 170000)) || keys="$keys invalidation_reason failover"
+	((v < 170000)) || keys="$keys invalidation_reason failover synced"
 	keys="$keys current_lsn retained_bytes"
 	[ "$(cut -f1 <<<"$output" | tr '\n' ' ')" = "$keys " ]
 	[ "$(grep -c $'\t' <<<"$output")" -eq "${#lines[@]}" ]
@@ -406,11 +406,11 @@ start_consumer() {
 @test "usage errors exit 2 with a message and the usage lines" {
 	run pg-slot
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = "pg-slot: error: missing command: create, drop or show" ]
+	[ "${lines[0]}" = "pg-slot: error: missing command: create, alter, drop or show" ]
 	[[ ${lines[1]} == "usage: pg-slot create "* ]]
 	run pg-slot frob --slot x
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = 'pg-slot: error: unknown command "frob": expected create, drop or show' ]
+	[ "${lines[0]}" = 'pg-slot: error: unknown command "frob": expected create, alter, drop or show' ]
 	run pg-slot show
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = "pg-slot: error: show needs --slot NAME" ]
@@ -419,7 +419,19 @@ start_consumer() {
 	[ "${lines[0]}" = 'pg-slot: error: invalid slot name "Bad-Name": use 1 to 63 lower-case letters, digits and underscores' ]
 	run pg-slot create --slot x --if-exists
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = "pg-slot: error: --if-exists and --wait apply to drop only" ]
+	[ "${lines[0]}" = "pg-slot: error: --if-exists applies to drop only" ]
+	run pg-slot show --slot x --wait 1s
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-slot: error: --wait applies to drop and alter only" ]
+	run pg-slot alter --slot x
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-slot: error: alter needs --failover or --no-failover" ]
+	run pg-slot drop --slot x --failover
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-slot: error: --failover and --no-failover apply to create and alter only" ]
+	run pg-slot create --slot x --failover --no-failover
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-slot: error: give at most one of --failover and --no-failover" ]
 	run pg-slot create --slot x --hold-timeout 5s
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = "pg-slot: error: --hold-timeout needs --export-snapshot" ]

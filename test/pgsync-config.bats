@@ -229,7 +229,7 @@ EOF
 	run bash -c "pgsync-config -c base.conf -0 | tr '\\0' '\\n'"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "config.file=$BATS_TEST_TMPDIR/base.conf" ]
-	[ "${#lines[@]}" -eq 27 ]
+	[ "${#lines[@]}" -eq 28 ]
 	[[ $output == *$'\n'"safety.max_retries=5"$'\n'* ]]
 }
 
@@ -362,7 +362,7 @@ EOF
 	[ "$status" -eq 0 ]
 	[[ $output == *"replication.tables = public.orders,public.order_lines,billing.invoices"* ]]
 	sed -E 's/^#([a-z_]+\.[a-z_]+ = )/\1/' "$PGSYNC_ROOT/doc/pgsync.conf.example" >all.conf
-	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 26 ]
+	[ "$(grep -cE '^[a-z_]+\.[a-z_]+ = ' all.conf)" -eq 27 ]
 	run pgsync-config -c all.conf
 	[ "$status" -eq 0 ]
 	[[ $output != *"# default"* ]]

@@ -95,12 +95,20 @@ reopen(const struct applysession_cfg *cfg, struct applysession *s, lsn_t known, 
 	   char *commit_time, size_t commit_time_len, struct apply_err *err)
 {
 	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+	uint32_t recorded;
 
 	if ((s->conn = applysession_connect(cfg->conninfo, err)) == NULL ||
 		(s->meta = applysession_connect(cfg->conninfo, err)) == NULL || !applysession_meta(s->meta, err) ||
 		!jobrow_lock(s->conn, cfg->job, cfg->lock_wait_ms, err) ||
-		!jobrow_open(s->meta, cfg->job, &cfg->id, applied, commit_time, commit_time_len, err))
+		!jobrow_open(s->meta, cfg->job, &cfg->id, applied, &recorded, commit_time, commit_time_len, err))
 		return false;
+	if (recorded != cfg->id.timeline)
+	{
+		apply_err_set(err, EXIT_CONTINUITY,
+					  "the target records timeline %u for job \"%s\", not %u this session applies on: another applier changed it, resync required",
+					  recorded, cfg->job, cfg->id.timeline);
+		return false;
+	}
 	if (*applied < known)
 	{
 		apply_err_set(err, EXIT_CONTINUITY,

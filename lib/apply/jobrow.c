@@ -48,12 +48,13 @@ jobrow_lock(PGconn *conn, const char *job, uint64_t wait_ms, struct apply_err *e
 
 bool
 jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t *applied,
-			char *commit_time, size_t commit_time_len, struct apply_err *err)
+			uint32_t *recorded, char *commit_time, size_t commit_time_len, struct apply_err *err)
 {
 	char tl[16];
 	const char *params[4] = {job, id->slot, id->sysid, tl};
 	struct pgerr pe;
 	PGresult *res;
+	long tli;
 
 	snprintf(tl, sizeof(tl), "%u", id->timeline);
 	res = conn_query(meta, "INSERT INTO pgsync.job (job, state, slot, source_sysid, source_timeline)"
@@ -82,8 +83,7 @@ jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t 
 		apply_err_set(err, EXIT_RUNTIME, "the row of job \"%s\" vanished from pgsync.job", job);
 		return false;
 	}
-	if (strcmp(PQgetvalue(res, 0, 1), id->sysid) != 0 || strcmp(PQgetvalue(res, 0, 2), tl) != 0 ||
-		strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
+	if (strcmp(PQgetvalue(res, 0, 1), id->sysid) != 0 || strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
 	{
 		apply_err_set(err, EXIT_CONTINUITY,
 					  "stream from source %s timeline %s slot \"%s\" does not match job \"%s\", which applies source %s timeline %s slot \"%s\": resync required",
@@ -92,13 +92,31 @@ jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t 
 		PQclear(res);
 		return false;
 	}
-	if (!lsn_parse(PQgetvalue(res, 0, 3), applied))
+	if (!lsn_parse(PQgetvalue(res, 0, 3), applied) || !parse_int(PQgetvalue(res, 0, 2), 1, UINT32_MAX, &tli))
 	{
 		PQclear(res);
-		apply_err_set(err, EXIT_RUNTIME, "unexpected applied_lsn in pgsync.job");
+		apply_err_set(err, EXIT_RUNTIME, "unexpected applied_lsn or source_timeline in pgsync.job");
 		return false;
 	}
+	*recorded = (uint32_t) tli;
 	snprintf(commit_time, commit_time_len, "%s", PQgetvalue(res, 0, 4));
+	PQclear(res);
+	return true;
+}
+
+bool
+jobrow_set_timeline(PGconn *meta, const char *job, uint32_t timeline, struct apply_err *err)
+{
+	char tl[16];
+	const char *params[2] = {job, tl};
+	struct pgerr pe;
+	PGresult *res;
+
+	snprintf(tl, sizeof(tl), "%u", timeline);
+	res = conn_query_one(meta, "UPDATE pgsync.job SET source_timeline = $2, updated_at = pg_catalog.now()"
+						 " WHERE job = $1 RETURNING job", 2, params, 1, &pe);
+	if (res == NULL)
+		return query_failed(err, "record the source's new timeline", &pe);
 	PQclear(res);
 	return true;
 }

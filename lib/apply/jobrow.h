@@ -28,13 +28,17 @@ bool jobrow_lock(PGconn *conn, const char *job, uint64_t wait_ms, struct apply_e
 
 /*
  * Create the row when missing (state STREAMING), record the identity in a
- * row that has none yet, and refuse (exit 4) a row of another identity.
- * Returns the applied position (0/0 when none) and the commit time of the
- * last applied transaction ("" when none).
+ * row that has none yet, and refuse (exit 4) a row of another source system
+ * or slot. Returns the applied position (0/0 when none), the timeline it was
+ * applied on (*recorded; the caller judges another one by lineage_judge())
+ * and the commit time of the last applied transaction ("" when none).
  */
 bool jobrow_open(PGconn *meta, const char *job, const struct job_identity *id,
-				 lsn_t *applied, char *commit_time, size_t commit_time_len,
+				 lsn_t *applied, uint32_t *recorded, char *commit_time, size_t commit_time_len,
 				 struct apply_err *err);
+
+/* The source's new timeline, once the lineage rule found it the same history. */
+bool jobrow_set_timeline(PGconn *meta, const char *job, uint32_t timeline, struct apply_err *err);
 
 /* A checkpoint file must belong to the same source and not claim more than
  * the target has applied. A missing file is fine. */

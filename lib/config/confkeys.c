@@ -27,6 +27,8 @@ struct key conf_keys[] = {
 	K("job.state_dir", T_PATH, "", 0, 0, NULL),
 	K("source.slot", T_SLOT, NULL, 0, 0, NULL),
 	K("source.publication", T_IDENTS, NULL, 0, 0, NULL),
+	/* auto: on for a PostgreSQL 17+ primary, off below (lib/pgsync/ha.sh). */
+	K("source.failover_slot", T_ENUM, "auto", 0, 0, "auto|on|off"),
 	K("replication.tables", T_TABLES, NULL, 0, 0, NULL),
 	K("replication.sequences", T_TABLES, "", 0, 0, NULL),
 	K("safety.auto_create_publication", T_BOOL, "false", 0, 0, NULL),

@@ -248,7 +248,8 @@ open_snapshot_slot() {
 # CONSISTENT_LSN.
 create_slot() {
 	BS_PHASE="creating the replication slot"
-	if ! open_snapshot_slot "$SLOT"; then
+	failover_resolve
+	if ! open_snapshot_slot "$SLOT" "$FAILOVER_OPT"; then
 		# pg-slot ended without creating the slot, maybe because a slot
 		# of that name appeared meanwhile: that one is not ours.
 		job_update "slot_owned = false" >/dev/null

@@ -433,6 +433,7 @@ preflight() {
 		srccols=$(sql src <<<"$CHECK_SOURCE_COLUMNS_SQL") || srccols='{}'
 		srctypes=$(sql src <<<"$CHECK_SOURCE_TYPES_SQL") || srctypes='{}'
 		sequences_check
+		ha_check "$mode"
 		# The fence matters only to switchover: bootstrap does not need it.
 		[[ $mode != check ]] || fence_check
 	else

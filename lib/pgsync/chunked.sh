@@ -83,7 +83,8 @@ create_job_slot() {
 	local got lsn
 	BS_PHASE="creating the replication slot"
 	rm -f "$WORK/slot.line"
-	spawn pg-slot - "$WORK/slot.line" pg-slot create -d "$SRC" --slot "$SLOT" --log-level "$LOG_LEVEL_NAME"
+	failover_resolve
+	spawn pg-slot - "$WORK/slot.line" pg-slot create -d "$SRC" --slot "$SLOT" "$FAILOVER_OPT" --log-level "$LOG_LEVEL_NAME"
 	supervise "$BS_DEADLINE" "pg-slot:$SPAWN_PID"
 	if [[ $SUP_RESULT == failed ]]; then
 		# Maybe a slot of that name appeared meanwhile: that one is not ours.

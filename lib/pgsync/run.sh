@@ -292,6 +292,7 @@ cmd_run() {
 	[[ $JOB_SLOT == "$SLOT" ]] || die $EX_USAGE "job $JOB streams from slot $JOB_SLOT, but source.slot is $SLOT"
 
 	if check_continuity; then
+		failover_slot_follow
 		record_source_server "$SOURCE_SYSID" || log_warn "cannot write $STATE_DIR/source"
 		WAL_END_AT_CONNECT=$SLOT_CURRENT
 		wal_retention || pause

@@ -300,5 +300,5 @@ cmd_status() {
 		-v slot_wal_status="${SLOT_WAL_STATUS:-}" -v slot_invalid="${SLOT_INVALID:-}" \
 		-v slot_retained="${SLOT_RETAINED:-}" -v slot_lag="${SLOT_LAG:-}" \
 		-v alarm="${CFG[safety.wal_retention_alarm_bytes]}" -v alarm_action="${CFG[safety.wal_retention_action]}" \
-		<<<"$STATUS_SQL" || die $EX_RUNTIME "cannot read the status of job $JOB from the target: $(sql_error)"
+		<<<"$STATUS_SQL" | ha_status "$format" || die $EX_RUNTIME "cannot read the status of job $JOB from the target: $(sql_error)"
 }

@@ -22,7 +22,7 @@ build_query(struct buf *q, int v, bool replication)
 	buf_puts(q, v >= 130000 ? "s.wal_status, s.safe_wal_size, " : "NULL::text, NULL::bigint, ");
 	buf_puts(q, v >= 140000 ? "s.two_phase, " : "NULL::bool, ");
 	buf_puts(q, v >= 160000 ? "s.conflicting, " : "NULL::bool, ");
-	buf_puts(q, v >= 170000 ? "s.invalidation_reason, s.failover, " : "NULL::text, NULL::bool, ");
+	buf_puts(q, v >= 170000 ? "s.invalidation_reason, s.failover, s.synced, " : "NULL::text, NULL::bool, NULL::bool, ");
 	buf_puts(q, "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
 			 "ELSE pg_catalog.pg_current_wal_flush_lsn() END "
 			 "FROM pg_catalog.pg_replication_slots s WHERE s.slot_name = ");
@@ -30,7 +30,7 @@ build_query(struct buf *q, int v, bool replication)
 		buf_puts(q, "$1");
 }
 
-#define SLOT_NCOLS 16
+#define SLOT_NCOLS 17
 
 /* True when conn was opened with replication=database (a walsender). */
 static bool
@@ -128,7 +128,7 @@ slotinfo_read(PGconn *conn, const char *slot, struct slotinfo *out,
 	out->active_pid = (int) pid;
 	if (!get_lsn(r, 7, &out->restart_lsn, err) ||
 		!get_lsn(r, 8, &out->confirmed_flush_lsn, err) ||
-		!get_lsn(r, 15, &out->current_lsn, err))
+		!get_lsn(r, 16, &out->current_lsn, err))
 	{
 		PQclear(r);
 		return SLOT_ERROR;
@@ -154,6 +154,7 @@ slotinfo_read(PGconn *conn, const char *slot, struct slotinfo *out,
 			 PQgetisnull(r, 0, 13) ? "" : PQgetvalue(r, 0, 13));
 	out->has_failover = v >= 170000;
 	out->failover = get_bool(r, 14);
+	out->synced = get_bool(r, 15);
 	PQclear(r);
 	return SLOT_FOUND;
 }
@@ -260,7 +261,10 @@ format(const struct slotinfo *s, struct buf *b, bool json)
 	if (s->has_invalidation_reason)
 		field(&e, "invalidation_reason", s->invalidation_reason[0] ? s->invalidation_reason : NULL, false);
 	if (s->has_failover)
+	{
 		field_bool(&e, "failover", s->failover);
+		field_bool(&e, "synced", s->synced);
+	}
 	field_lsn(&e, "current_lsn", s->current_lsn);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long) s->retained_bytes);
 	field(&e, "retained_bytes", s->restart_lsn == LSN_INVALID ? NULL : num, true);

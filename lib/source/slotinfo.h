@@ -52,6 +52,7 @@ struct slotinfo {
 
 	bool has_failover;			/* 17+ */
 	bool failover;
+	bool synced;				/* 17+: synced from a primary (kept after a promotion) */
 
 	int server_version;			/* PQserverVersion */
 };

@@ -122,11 +122,11 @@ walenc_free(struct walenc *e)
 void
 walenc_header(struct walenc *e, struct buf *b, const char *sysid,
 			  uint32_t timeline, const char *slot, lsn_t start,
-			  int server_version_num)
+			  int server_version_num, const char *history)
 {
 	e->gen++;
 	rec_header(b, sysid, timeline, slot, start, "pg-walcat/" PGSYNC_VERSION,
-			   server_version_num);
+			   server_version_num, history);
 }
 
 /* The server writes pg_catalog as an empty namespace to save space. */

@@ -21,10 +21,11 @@ struct walenc;
 struct walenc *walenc_new(void);
 void walenc_free(struct walenc *e);
 
-/* Write a PGCS header: relations and types are described again after it. */
+/* Write a PGCS header: relations and types are described again after it.
+ * history: the timeline's ancestors for the header's history= feature. */
 void walenc_header(struct walenc *e, struct buf *b, const char *sysid,
 				   uint32_t timeline, const char *slot, lsn_t start,
-				   int server_version_num);
+				   int server_version_num, const char *history);
 
 /* Remember a RELATION or TYPE message; writes nothing by itself. */
 void walenc_relation(struct walenc *e, const struct pgo_msg *m);

@@ -105,12 +105,13 @@ walsrc_heartbeat(PGconn *conn, lsn_t only_past, bool *sent, struct pgerr *err)
 
 int
 walsrc_read_ack(const char *path, const char *sysid, const char *slot,
-				lsn_t *lsn, bool *present, char *msg, size_t msglen)
+				lsn_t *lsn, uint32_t *timeline, bool *present, char *msg, size_t msglen)
 {
 	struct checkpoint cp;
 	char err[512];
 
 	*lsn = LSN_INVALID;
+	*timeline = 0;
 	*present = false;
 	switch (checkpoint_read(path, &cp, err, sizeof(err)))
 	{
@@ -135,6 +136,7 @@ walsrc_read_ack(const char *path, const char *sysid, const char *slot,
 		return EXIT_CONTINUITY;
 	}
 	*lsn = cp.lsn;
+	*timeline = cp.timeline;
 	*present = true;
 	return EXIT_DONE;
 }

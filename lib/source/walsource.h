@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <libpq-fe.h>
 
 #include "conn.h"
@@ -40,11 +41,12 @@ bool walsrc_heartbeat(PGconn *conn, lsn_t only_past, bool *sent, struct pgerr *e
 
 /*
  * The acknowledgement file: *lsn is its position (LSN_INVALID and *present
- * false when it does not exist yet). A file naming another source system or
+ * false when it does not exist yet), *timeline the timeline it was applied
+ * on (0 when not recorded). A file naming another source system or
  * slot is EXIT_CONTINUITY; an unreadable or invalid one EXIT_RUNTIME; the
  * reason goes to msg.
  */
 int walsrc_read_ack(const char *path, const char *sysid, const char *slot,
-					lsn_t *lsn, bool *present, char *msg, size_t msglen);
+					lsn_t *lsn, uint32_t *timeline, bool *present, char *msg, size_t msglen);
 
 #endif

@@ -34,6 +34,7 @@ struct walstream {
 	uint64_t last_position_ms;
 	int exit_code;
 	struct ws_stats st;
+	struct buf history;			/* what headers carry as history= */
 };
 
 static enum ws_status
@@ -76,6 +77,7 @@ ws_free(struct walstream *ws)
 	spool_free(ws->spool);
 	free(ws->msg);
 	buf_free(&ws->rb);
+	buf_free(&ws->history);
 	free(ws);
 }
 
@@ -132,8 +134,16 @@ ws_begin_stream(struct walstream *ws, const char *sysid, uint32_t timeline,
 	ws->in_stream = false;
 	ws->pos = start;
 	ws->written = start;
-	walenc_header(ws->enc, &ws->rb, sysid, timeline, slot, start, server_version_num);
+	walenc_header(ws->enc, &ws->rb, sysid, timeline, slot, start, server_version_num,
+				  buf_cstr(&ws->history));
 	return drain(ws);
+}
+
+void
+ws_set_history(struct walstream *ws, const char *history)
+{
+	buf_reset(&ws->history);
+	buf_puts(&ws->history, history);
 }
 
 static bool

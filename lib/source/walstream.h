@@ -43,6 +43,10 @@ enum ws_status ws_begin_stream(struct walstream *ws, const char *sysid,
 							   uint32_t timeline, const char *slot, lsn_t start,
 							   int server_version_num);
 
+/* The timeline's ancestors (lineage_format()) the next headers carry, so
+ * that the reader can judge a new timeline by the same rule; "" none. */
+void ws_set_history(struct walstream *ws, const char *history);
+
 /* One pgoutput message from an XLogData message. */
 enum ws_status ws_message(struct walstream *ws, const unsigned char *p, size_t n);
 

@@ -117,7 +117,7 @@ rec_now(struct buf *b)
 void
 rec_header(struct buf *b, const char *sysid, uint32_t timeline,
 		   const char *slot, lsn_t start, const char *producer,
-		   int server_version_num)
+		   int server_version_num, const char *history)
 {
 	rec_start(b, REC_HEADER);
 	rec_u64(b, STREAM_VERSION);
@@ -132,6 +132,11 @@ rec_header(struct buf *b, const char *sysid, uint32_t timeline,
 	copy_escape(b, producer, strlen(producer));
 	if (server_version_num > 0)
 		buf_printf(b, "\tserver=%d", server_version_num);
+	if (history && history[0])
+	{
+		buf_puts(b, "\thistory=");
+		buf_puts(b, history);
+	}
 	rec_finish(b);
 }
 

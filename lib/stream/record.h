@@ -65,10 +65,11 @@ void rec_now(struct buf *b);
 static inline void rec_finish(struct buf *b) { buf_putc(b, '\n'); }
 
 /* The whole header line, LF included. producer like "pg-walcat/0.1.0";
- * server_version_num 0 leaves the server feature out. */
+ * server_version_num 0 leaves the server feature out; history (the
+ * timeline's ancestors, lineage_format()) NULL or "" the history one. */
 void rec_header(struct buf *b, const char *sysid, uint32_t timeline,
 				const char *slot, lsn_t start, const char *producer,
-				int server_version_num);
+				int server_version_num, const char *history);
 
 /* Microseconds between the Unix and PostgreSQL epochs. */
 #define PG_EPOCH_OFFSET_USEC INT64_C(946684800000000)

@@ -91,6 +91,7 @@ struct sr_record {
 	bool interrupted;			/* a transaction was open: it is void */
 	uint64_t open_xid;			/* ... and this was its xid */
 	struct field server;		/* the server= feature's value, empty if none */
+	struct field history;		/* the history= feature's value, empty if none */
 	/* BEGIN, COMMIT, ORIGIN; start of PGCS; POSITION, END, SNAPSHOT,
 	 * SNAPSHOTDONE, CHUNKS and CHUNKSDONE position */
 	uint64_t xid;

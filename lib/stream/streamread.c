@@ -169,6 +169,8 @@ parse_header(struct streamread *sr, struct sr_record *rec, const char *line, siz
 			return sr_fail(sr, "malformed feature %zu in PGCS", i - 5);
 		if (f[i].n >= 7 && memcmp(f[i].p, "server=", 7) == 0)
 			rec->server = (struct field) {f[i].p + 7, f[i].n - 7};
+		if (f[i].n >= 8 && memcmp(f[i].p, "history=", 8) == 0)
+			rec->history = (struct field) {f[i].p + 8, f[i].n - 8};
 		/* A "!" feature changes the meaning of the stream: never guess. */
 		if (f[i].n > 0 && f[i].p[0] == '!')
 		{

@@ -87,7 +87,7 @@ test_oid_zero(void)
 	unsigned char relids[4] = {0, 0, 0, 0};
 	char err[256] = "";
 
-	walenc_header(e, &b, "7442718406132410263", 1, "app_slot", 0x1A00000, 150000);
+	walenc_header(e, &b, "7442718406132410263", 1, "app_slot", 0x1A00000, 150000, NULL);
 	buf_reset(&b);
 	/* Some type described, so that the type map has slots (free ones: OID 0). */
 	m->type = PGO_TYPE;

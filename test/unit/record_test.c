@@ -7,11 +7,11 @@ main(void)
 	struct buf b = BUF_INIT;
 	struct field f[8];
 
-	rec_header(&b, "7442718406132410263", 1, "app_slot", 0x1A00000, "pg-walcat/0.1.0", 150018);
+	rec_header(&b, "7442718406132410263", 1, "app_slot", 0x1A00000, "pg-walcat/0.1.0", 150018, NULL);
 	CHECK_STR(buf_cstr(&b), "PGCS\t1\t7442718406132410263\t1\tapp_slot\t0/1A00000\tproducer=pg-walcat/0.1.0\tserver=150018\n");
 
 	buf_reset(&b);
-	rec_header(&b, "1", 2, NULL, 0, "x", 0);
+	rec_header(&b, "1", 2, NULL, 0, "x", 0, NULL);
 	CHECK_STR(buf_cstr(&b), "PGCS\t1\t1\t2\t-\t0/0\tproducer=x\n");
 
 	buf_reset(&b);

@@ -97,7 +97,7 @@ formats(void)
 			  "\"database\":\"we\\\"ird\\tdb\",\"temporary\":false,\"active\":true,\"active_pid\":4242,"
 			  "\"restart_lsn\":\"0/1A00000\",\"confirmed_flush_lsn\":\"0/1A00100\","
 			  "\"wal_status\":\"reserved\",\"safe_wal_size\":null,\"two_phase\":false,"
-			  "\"conflicting\":false,\"invalidation_reason\":null,\"failover\":false,"
+			  "\"conflicting\":false,\"invalidation_reason\":null,\"failover\":false,\"synced\":false,"
 			  "\"current_lsn\":\"0/1A03000\",\"retained_bytes\":12288}\n");
 
 	buf_reset(&b);
