@@ -3,8 +3,10 @@
 #include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
+#include "identity.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,7 +52,7 @@ bool
 jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t *applied,
 			char *commit_time, size_t commit_time_len, struct apply_err *err)
 {
-	char tl[16];
+	char tl[16], why[256];
 	const char *params[4] = {job, id->slot, id->sysid, tl};
 	struct pgerr pe;
 	PGresult *res;
@@ -82,8 +84,15 @@ jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t 
 		apply_err_set(err, EXIT_RUNTIME, "the row of job \"%s\" vanished from pgsync.job", job);
 		return false;
 	}
-	if (strcmp(PQgetvalue(res, 0, 1), id->sysid) != 0 || strcmp(PQgetvalue(res, 0, 2), tl) != 0 ||
-		strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
+	if (!identity_same(PQgetvalue(res, 0, 1), (uint32_t) strtoul(PQgetvalue(res, 0, 2), NULL, 10),
+					   id->sysid, id->timeline, why, sizeof(why)))
+	{
+		apply_err_set(err, EXIT_CONTINUITY, "%s, job \"%s\"; nothing of the stream is applied: resync required, "
+					  "unless the job's own server answers again", why, job);
+		PQclear(res);
+		return false;
+	}
+	if (strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
 	{
 		apply_err_set(err, EXIT_CONTINUITY,
 					  "stream from source %s timeline %s slot \"%s\" does not match job \"%s\", which applies source %s timeline %s slot \"%s\": resync required",
