@@ -3,7 +3,8 @@
  * the source. `create --export-snapshot` prints the consistent point and the
  * snapshot name, then keeps the exporting connection idle until its stdin
  * closes or it is told to stop: the calling shell holds the snapshot exactly
- * as long as it keeps that pipe open.
+ * as long as it keeps that pipe open. `lineage` tells whether the source is a
+ * job's own server, by the rule pg-walcat follows (lineage.h), for pgsync.
  */
 #include "common.h"
 #include "conn.h"
@@ -37,7 +38,8 @@ static const char synopsis[] =
 
 static const char options_help[] =
 	"\n"
-	"Create, drop or show a logical replication slot (plugin pgoutput) on the source.\n"
+	"Create, drop or show a logical replication slot (plugin pgoutput) on the source;\n"
+	"lineage: is the source a job's own server, with the job's history?\n"
 	"\n"
 	"Options:\n"
 	"  -d, --dbname=CONNINFO     source connection string or URL (default: libpq environment)\n"
