@@ -114,7 +114,7 @@ target_sums() {
 }
 
 @test "a copy of the source restored from an older backup is refused on every run, also once its WAL passed the target's position" {
-	local copy restart_copy applied sums
+	local copy restart_copy applied sums confirmed_copy
 	copy="$src_DIR/copy_data"
 	start_run lin
 	wait_until 60 caught_up
@@ -146,6 +146,7 @@ target_sums() {
 	sums=$(target_sums)
 	# The copy at the source's address; its WAL is behind the target's.
 	put_at_source "$copy"
+	confirmed_copy=$(psql_at src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'lin_slot'")
 	run timeout 60 env PGSYNC_SOURCE_URL="$SRC_URL" PGSYNC_TARGET_URL="$TGT_URL" TMPDIR="$(pgs_tmpdir)" \
 		pgsync -c "$BATS_FILE_TMPDIR/lin.conf" run
 	echo "$output"
@@ -168,6 +169,8 @@ target_sums() {
 		[ "$(target_sums)" = "$sums" ]
 		[ "$(job_field lin applied_lsn)" = "$applied" ]
 	done
+	# Nothing was confirmed to the copy.
+	[ "$(psql_at src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'lin_slot'")" = "$confirmed_copy" ]
 	[ "$(job_state lin)" = RESYNC_REQUIRED ]
 	run pgs lin status --json
 	[ "$status" -eq 0 ]

@@ -6,7 +6,8 @@
  * message, and pgsync keys on those words: a job marked RESYNC_REQUIRED
  * only because another server answered continues once its own answers
  * again. The second half, whether a server of the right identity still has
- * the job's history (its WAL, its slot), is source/lineage.
+ * the job's history (its WAL, its slot), is source/lineage. It only
+ * compares: it never asks a server and never decides what a caller does.
  */
 #ifndef PGSYNC_IDENTITY_H
 #define PGSYNC_IDENTITY_H

@@ -27,6 +27,8 @@
  * failing after its WAL grew past the job's position, which is what makes
  * the verdict the same on every run. A mismatch says IDENTITY_OTHER_SERVER.
  * What the job does not know (LSN_INVALID, "" or 0) is not compared.
+ * It only decides: it reads nothing itself (callers bring the facts) and
+ * never streams, confirms or drops anything.
  */
 #ifndef PGSYNC_LINEAGE_H
 #define PGSYNC_LINEAGE_H
