@@ -187,3 +187,24 @@ target_sums() {
 	stop_run TERM
 	[ "$RUN_STATUS" -eq 0 ]
 }
+
+@test "a job marked RESYNC_REQUIRED by pg-walcat's older message for another server continues once its own server answers" {
+	local sysid
+	sysid=$(psql_at src -c "SELECT system_identifier FROM pg_control_system()")
+	# As an earlier version recorded it, the job's own server answering now.
+	psql_at tgt -c "UPDATE pgsync.job SET state = 'RESYNC_REQUIRED', last_error = 'pg-walcat exited with status 4: the source system identifier changed from $sysid to 7311: continuity is lost, resync required' WHERE job = 'lin'"
+	run pgs lin status --json
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.resync_required == false and .action == "pgsync run"'
+	writes 25
+	start_run lin
+	wait_until 60 caught_up
+	wait_until 30 state_is lin STREAMING
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+	# A resync no other server caused stays required.
+	psql_at tgt -c "UPDATE pgsync.job SET state = 'RESYNC_REQUIRED', last_error = 'replication slot lin_slot no longer exists on the source' WHERE job = 'lin'"
+	run pgs lin run
+	[ "$status" -eq 4 ]
+	[[ $output == *"job lin requires a resync (replication slot lin_slot no longer exists on the source)"* ]]
+}
