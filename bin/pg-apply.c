@@ -19,6 +19,7 @@
 #include "common.h"
 #include "conn.h"
 #include "heartbeat.h"
+#include "identity.h"
 #include "input.h"
 #include "jobrow.h"
 #include "lineage.h"
@@ -348,13 +349,18 @@ init_job(const struct sr_record *rec)
 static void
 on_header(const struct sr_record *rec)
 {
-	char a[LSN_BUFSZ], b[LSN_BUFSZ];
+	char a[LSN_BUFSZ], b[LSN_BUFSZ], why[256];
 
 	if (rec->server.n > 0 && rec->server.n < sizeof(A.source_version))
 		snprintf(A.source_version, sizeof(A.source_version), "%.*s", (int) rec->server.n, rec->server.p);
 	if (!A.job_ready)
 		init_job(rec);
-	else if (strcmp(rec->sysid, A.sysid) != 0 || strcmp(rec->slot, A.slot) != 0)
+	/* A later timeline is judged below (lineage_judge()). */
+	else if (!identity_same(A.sysid, 0, rec->sysid, rec->timeline, why, sizeof(why)))
+		applyreport_fail_at(&A, EXIT_CONTINUITY,
+				"%s (the stream changed source); nothing of it is applied: resync required, "
+				"unless the job's own server answers again", why);
+	else if (strcmp(rec->slot, A.slot) != 0)
 		applyreport_fail_at(&A, EXIT_CONTINUITY,
 				"stream from source %s timeline %u slot \"%s\" follows one from source %s timeline %u slot \"%s\": resync required",
 				rec->sysid, rec->timeline, rec->slot, A.sysid, A.timeline, A.slot);

@@ -3,11 +3,13 @@
  * the source. `create --export-snapshot` prints the consistent point and the
  * snapshot name, then keeps the exporting connection idle until its stdin
  * closes or it is told to stop: the calling shell holds the snapshot exactly
- * as long as it keeps that pipe open.
+ * as long as it keeps that pipe open. `lineage` tells whether the source is a
+ * job's own server, by the rule pg-walcat follows (lineage.h), for pgsync.
  */
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
+#include "ownserver.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -31,11 +33,14 @@ static const char synopsis[] =
 	"                      [--export-snapshot [--hold-timeout DURATION] [--temporary]] [--json]\n"
 	"       pg-slot alter --slot NAME --failover|--no-failover [-d CONNINFO] [--wait DURATION]\n"
 	"       pg-slot drop --slot NAME [-d CONNINFO] [--if-exists] [--wait DURATION] [--json]\n"
-	"       pg-slot show --slot NAME [-d CONNINFO] [--json]\n";
+	"       pg-slot show --slot NAME [-d CONNINFO] [--json]\n"
+	"       pg-slot lineage --slot NAME [-d CONNINFO] [--sysid ID] [--timeline N]\n"
+	"                       [--created LSN] [--taken LSN] [--restart-floor LSN]\n";
 
 static const char options_help[] =
 	"\n"
-	"Create, alter, drop or show a logical replication slot (plugin pgoutput) on the source.\n"
+	"Create, alter, drop or show a logical replication slot (plugin pgoutput) on the source;\n"
+	"lineage: is the source a job's own server, with the job's history?\n"
 	"\n"
 	"Options:\n"
 	"  -d, --dbname=CONNINFO     source connection string or URL (default: libpq environment)\n"
@@ -54,6 +59,11 @@ static const char options_help[] =
 	"      --if-exists           drop: a missing slot is not an error\n"
 	"      --wait=DURATION       drop, alter: wait up to DURATION for an active slot to be\n"
 	"                            released\n"
+	"      --sysid=ID            lineage: the system identifier the job recorded\n"
+	"      --timeline=N          lineage: the timeline the job recorded\n"
+	"      --created=LSN         lineage: where the job's slot was created\n"
+	"      --taken=LSN           lineage: the most the job took from the source\n"
+	"      --restart-floor=LSN   lineage: the highest restart_lsn the job saw on its slot\n"
 	"      --json                JSON on stdout (create, show) and JSON log lines on stderr\n"
 	"  -q, --quiet               log warnings and errors only\n"
 	"      --log-level=LEVEL     debug, info, warn or error (default info)\n"
@@ -61,10 +71,12 @@ static const char options_help[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"create prints SLOT<TAB>CONSISTENT_LSN<TAB>SNAPSHOT_NAME (\"-\" without a snapshot).\n"
+	"lineage prints the source's sysid and timeline and, when the slot exists, show's\n"
+	"lines, and exits 4 when the source is not the job's server with the job's history.\n"
 	"Exit status: 0 done, 1 runtime error, 2 usage, 3 source prerequisite missing,\n"
-	"4 slot missing or invalidated.\n";
+	"4 slot missing or invalidated, or (lineage) another server than the job's.\n";
 
-enum cmd { CMD_NONE, CMD_CREATE, CMD_ALTER, CMD_DROP, CMD_SHOW };
+enum cmd { CMD_NONE, CMD_CREATE, CMD_ALTER, CMD_DROP, CMD_SHOW, CMD_LINEAGE };
 
 /* --failover and --no-failover; without either the server's default (off). */
 enum failover { FO_DEFAULT, FO_ON, FO_OFF };
@@ -81,6 +93,10 @@ struct opts {
 	enum failover failover;
 	uint64_t hold_timeout_ms;	/* 0: hold until EOF or a signal */
 	uint64_t wait_ms;
+	bool have_lineage;			/* a lineage option was given */
+	const char *sysid;			/* lineage: what the job recorded */
+	uint32_t timeline;
+	lsn_t created, taken, restart_floor;
 };
 
 #define usage_error(...) cli_usage_error(synopsis, __VA_ARGS__)
@@ -89,7 +105,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_IF_NOT_EXISTS = 256, OPT_IF_EXISTS, OPT_EXPORT, OPT_HOLD, OPT_WAIT, OPT_TEMPORARY,
-		OPT_FAILOVER, OPT_NO_FAILOVER };
+		OPT_FAILOVER, OPT_NO_FAILOVER, OPT_SYSID, OPT_TIMELINE, OPT_CREATED, OPT_TAKEN, OPT_RESTART_FLOOR };
 	static const struct option longopts[] = {
 		CLI_DBNAME_LONGOPT,
 		{"slot", required_argument, NULL, 's'},
@@ -101,6 +117,11 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"wait", required_argument, NULL, OPT_WAIT},
 		{"failover", no_argument, NULL, OPT_FAILOVER},
 		{"no-failover", no_argument, NULL, OPT_NO_FAILOVER},
+		{"sysid", required_argument, NULL, OPT_SYSID},
+		{"timeline", required_argument, NULL, OPT_TIMELINE},
+		{"created", required_argument, NULL, OPT_CREATED},
+		{"taken", required_argument, NULL, OPT_TAKEN},
+		{"restart-floor", required_argument, NULL, OPT_RESTART_FLOOR},
 		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -132,13 +153,35 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->wait_ms = cli_duration(&cli, "--wait", optarg, 0);
 				have_wait = true;
 				break;
+			case OPT_SYSID:
+				if (optarg[0] == '\0' || strlen(optarg) >= 24 || strspn(optarg, "0123456789") != strlen(optarg))
+					usage_error("invalid --sysid \"%s\": expected a system identifier (digits)", optarg);
+				o->sysid = optarg;
+				o->have_lineage = true;
+				break;
+			case OPT_TIMELINE:
+				o->timeline = (uint32_t) cli_int(&cli, "--timeline", optarg, 1, UINT32_MAX);
+				o->have_lineage = true;
+				break;
+			case OPT_CREATED:
+			case OPT_TAKEN:
+			case OPT_RESTART_FLOOR:
+				{
+					lsn_t *to = c == OPT_CREATED ? &o->created : c == OPT_TAKEN ? &o->taken : &o->restart_floor;
+
+					if (!lsn_parse(optarg, to))
+						usage_error("invalid --%s \"%s\": expected an LSN like 0/1A2B3C4",
+									c == OPT_CREATED ? "created" : c == OPT_TAKEN ? "taken" : "restart-floor", optarg);
+					o->have_lineage = true;
+				}
+				break;
 			default: cli_common(&cli, c, argv); break;
 		}
 	}
 	o->conninfo = cli.conninfo;
 	o->json = cli.json;
 	if (optind >= argc)
-		usage_error("missing command: create, alter, drop or show");
+		usage_error("missing command: create, alter, drop, show or lineage");
 	if (strcmp(argv[optind], "create") == 0)
 		o->cmd = CMD_CREATE;
 	else if (strcmp(argv[optind], "alter") == 0)
@@ -147,8 +190,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		o->cmd = CMD_DROP;
 	else if (strcmp(argv[optind], "show") == 0)
 		o->cmd = CMD_SHOW;
+	else if (strcmp(argv[optind], "lineage") == 0)
+		o->cmd = CMD_LINEAGE;
 	else
-		usage_error("unknown command \"%s\": expected create, alter, drop or show", argv[optind]);
+		usage_error("unknown command \"%s\": expected create, alter, drop, show or lineage", argv[optind]);
 	if (optind + 1 < argc)
 		usage_error("unexpected argument \"%s\"", argv[optind + 1]);
 	if (o->slot == NULL)
@@ -171,6 +216,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	/* The server keeps a temporary slot nowhere but here. */
 	if (o->temporary && o->failover == FO_ON)
 		usage_error("--temporary cannot take --failover: a temporary slot is never synchronized");
+	if (o->cmd != CMD_LINEAGE && o->have_lineage)
+		usage_error("--sysid, --timeline, --created, --taken and --restart-floor apply to lineage only");
+	if (o->cmd == CMD_LINEAGE && o->json)
+		usage_error("lineage prints text only");
 }
 
 
@@ -594,6 +643,39 @@ cmd_show(const struct opts *o)
 	return EXIT_DONE;
 }
 
+/*
+ * Which server is this (lineage.h), for pgsync, which cannot link the rule:
+ * the source's identity and the slot, then the verdict. A missing slot is
+ * not this command's verdict: the slot lines are left out.
+ */
+static int
+cmd_lineage(const struct opts *o)
+{
+	PGconn *conn = source_connect(o->conninfo, SESSION_SQL);
+	PGconn *repl = source_connect(o->conninfo, SESSION_REPLICATION);
+	struct own_server job = {o->sysid, o->timeline, o->created, o->taken, o->restart_floor};
+	struct sysident id;
+	struct slotinfo s;
+	struct pgerr err;
+	struct buf b = BUF_INIT;
+	char why[512];
+	bool found;
+
+	if (!conn_identify_system(repl, &id, &err))
+		pgerr_fatal(EXIT_RUNTIME, "cannot identify the source system", &err);
+	PQfinish(repl);
+	found = read_slot(conn, o->slot, &s) == SLOT_FOUND;
+	PQfinish(conn);
+	buf_printf(&b, "sysid\t%s\ntimeline\t%u\n", id.sysid, id.timeline);
+	if (found)
+		slotinfo_format_text(&s, &b);
+	emit_stdout(&b);
+	buf_free(&b);
+	if (!own_server_holds(&job, &id, found ? &s : NULL, why, sizeof(why)))
+		log_fatal(EXIT_CONTINUITY, "%s", why);
+	return EXIT_DONE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -608,6 +690,7 @@ main(int argc, char **argv)
 		case CMD_ALTER: return cmd_alter(&o);
 		case CMD_DROP: return cmd_drop(&o);
 		case CMD_SHOW: return cmd_show(&o);
+		case CMD_LINEAGE: return cmd_lineage(&o);
 		default: return EXIT_USAGE;
 	}
 }

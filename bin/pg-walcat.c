@@ -5,9 +5,12 @@
  * Reconnects with backoff, resuming from the last acknowledged position.
  */
 #include "common.h"
+#include "checkpoint.h"
 #include "conn.h"
 #include "cli.h"
+#include "identity.h"
 #include "lineage.h"
+#include "ownserver.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -104,7 +107,12 @@ struct opts {
 struct walcat {
 	struct opts o;
 	struct walstream *ws;
+	/* The job's source, as the ack file records it, else as the first
+	 * server this run streamed from: every connection must find it again
+	 * (lineage.h). */
 	char sysid[24];
+	uint32_t timeline;
+	lsn_t restart_floor;		/* the highest restart_lsn seen on the slot */
 	PGconn *sql;				/* normal connection: checks, heartbeats */
 	lsn_t acked;				/* last position the ack file gave */
 	lsn_t acked_sent;			/* ... and the last one told to the server */
@@ -227,19 +235,24 @@ static int
 read_ack(struct walcat *w)
 {
 	char msg[1024];
+	struct checkpoint cp;
 	lsn_t lsn;
-	uint32_t tli;
 	bool present;
 	int rc;
 
 	if (w->o.ack_file == NULL)
 		return EXIT_DONE;
-	rc = walsrc_read_ack(w->o.ack_file, w->sysid, w->o.slot, &lsn, &tli, &present, msg, sizeof(msg));
+	rc = walsrc_read_ack(w->o.ack_file, w->sysid, w->o.slot, &cp, &present, msg, sizeof(msg));
 	if (rc != EXIT_DONE)
 	{
 		log_error("%s", msg);
 		return rc;
 	}
+	lsn = cp.lsn;
+	if (present && !w->sysid[0] && cp.sysid[0])
+		snprintf(w->sysid, sizeof(w->sysid), "%s", cp.sysid);
+	if (present && w->timeline == 0)
+		w->timeline = cp.timeline;
 	/* The downstream cannot hold what this stream never wrote. */
 	if (present && w->streamed && lsn > ws_written(w->ws))
 	{
@@ -259,7 +272,7 @@ read_ack(struct walcat *w)
 		return EXIT_CONTINUITY;
 	}
 	if (present)
-		w->acked = lsn, w->acked_tli = tli;
+		w->acked = lsn, w->acked_tli = cp.timeline;
 	return EXIT_DONE;
 }
 
@@ -425,6 +438,15 @@ follow_lineage(struct walcat *w, PGconn *sql, PGconn *repl, const struct sysiden
 	return EXIT_DONE;
 }
 
+/* Not the job's server (ownserver.h): nothing is streamed from it or
+ * confirmed to it. pgsync continues the job once its own server answers. */
+static int
+other_server(const char *why)
+{
+	log_error("%s; nothing was confirmed to it: resync required, unless the job's own server answers again", why);
+	return EXIT_CONTINUITY;
+}
+
 /*
  * Checks before streaming, on the normal connection. Returns EXIT_DONE with
  * the position to start from, or an exit code (end->retry when it may pass
@@ -437,9 +459,23 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 	struct pgerr err;
 	struct slotinfo slot;
 	struct sysident id;
+	struct own_server job = {0};
 	PGconn *sql = NULL;
-	char a[LSN_BUFSZ], b[LSN_BUFSZ], why[256];
+	char a[LSN_BUFSZ], b[LSN_BUFSZ], why[512];
 	int rc = EXIT_RUNTIME;
+
+	/* Which server is this: asked first, because another server may lack
+	 * the slot and the publications, and must be named as what it is. */
+	if (!conn_identify_system(repl, &id, &err))
+	{
+		end->retry = err.retryable;
+		return fail_retry(end, "cannot identify the source system", &err, EXIT_RUNTIME);
+	}
+	if ((rc = read_ack(w)) != EXIT_DONE)
+		return rc;
+	/* Another timeline is follow_lineage()'s to judge, below. */
+	if (!identity_same(w->sysid, 0, id.sysid, id.timeline, why, sizeof(why)))
+		return other_server(why);
 
 	/* A server restart leaves the old normal connection looking fine until
 	 * it is used: on a lost connection, open a new one once. */
@@ -484,29 +520,30 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 				w->o.slot, slot.active_pid);
 		return EXIT_RUNTIME;
 	}
-	if (!conn_identify_system(repl, &id, &err))
-	{
-		end->retry = err.retryable;
-		return fail_retry(end, "cannot identify the source system", &err, EXIT_RUNTIME);
-	}
-	if (w->sysid[0] && strcmp(w->sysid, id.sysid) != 0)
-	{
-		log_error("the source system identifier changed from %s to %s: continuity is lost, resync required",
-				  w->sysid, id.sysid);
-		return EXIT_CONTINUITY;
-	}
-	snprintf(w->sysid, sizeof(w->sysid), "%s", id.sysid);
-	if ((rc = read_ack(w)) != EXIT_DONE)
-		return rc;
+	/* Which server is this, now that the slot is known: its WAL and slot
+	 * must still be the job's history. Checked before anything is sent:
+	 * the server would confirm it. */
+	job.sysid = w->sysid;
+	job.timeline = w->timeline;
+	/* The most it took: what it confirmed, and what this run streamed. */
+	job.taken = w->acked;
+	if (w->streamed && ws_written(w->ws) > job.taken)
+		job.taken = ws_written(w->ws);
+	job.restart_floor = w->restart_floor;
+	/* The timeline first: an old primary come back is waited out, not
+	 * taken for another server. */
 	if ((rc = follow_lineage(w, sql, repl, &id, &slot, end)) != EXIT_DONE)
 		return rc;
-	/* Checked before anything is sent: the server would confirm it. */
-	if (w->o.ack_file && w->acked != LSN_INVALID &&
-		!slotinfo_position_possible(&slot, w->acked, why, sizeof(why)))
-	{
-		log_error("acknowledgement file \"%s\": %s", w->o.ack_file, why);
-		return EXIT_UNSUPPORTED;
-	}
+	if (!own_server_holds(&job, &id, &slot, why, sizeof(why)))
+		return other_server(why);
+	snprintf(w->sysid, sizeof(w->sysid), "%s", id.sysid);
+	/* On a new timeline the slot's restart_lsn starts its own floor (a
+	 * synced slot may restart earlier than the old primary's did). */
+	if (id.timeline != w->timeline)
+		w->restart_floor = LSN_INVALID;
+	w->timeline = id.timeline;
+	if (slot.restart_lsn > w->restart_floor)
+		w->restart_floor = slot.restart_lsn;
 	if (w->o.ack_file && w->acked != LSN_INVALID && w->acked < slot.confirmed_flush_lsn)
 	{
 		log_error("replication slot \"%s\" has confirmed %s, beyond %s acknowledged in \"%s\": "

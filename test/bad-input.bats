@@ -143,7 +143,7 @@ same_rows() {
 	run --separate-stderr pg-apply -d "$tgt_URL" --checkpoint "$ck" "$other"
 	echo "$stderr"
 	[ "$status" -eq 4 ]
-	[[ $stderr == *"source 1234567890123456789"*"resync required"* ]]
+	[[ $stderr == *"another server than the job's: system identifier 1234567890123456789, the job's is "*"resync required"* ]]
 	[ "$(applied bi_foreign)" = "$before" ]
 	[ "$(head -n 1 "$ck")" = "$before" ]
 	[ "$(tgt -c "SELECT count(*) FROM bi_t")" = "$rows" ]

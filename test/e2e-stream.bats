@@ -328,7 +328,7 @@ SQL
 	local src_sysid tgt_sysid
 	src_sysid=$(psql_at src -c "SELECT system_identifier FROM pg_control_system()")
 	tgt_sysid=$(psql_at tgt -c "SELECT system_identifier FROM pg_control_system()")
-	[[ $stderr == *"stream from source $tgt_sysid timeline 1 slot \"arch\" does not match job \"arch\", which applies source $src_sysid timeline 1 slot \"arch\": resync required"* ]]
+	[[ $stderr == *"the source is another server than the job's: system identifier $tgt_sysid, the job's is $src_sysid, job \"arch\"; nothing of the stream is applied: resync required"* ]]
 	pg-slot drop -d "$db" --slot arch >/dev/null 2>&1
 	same_tables arch
 }

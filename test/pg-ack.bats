@@ -212,7 +212,7 @@ start_consumer() {
 	printf '%s\nsysid=1234567890\nslot=a_sysid\n' "$(flush_lsn)" >"$BATS_TEST_TMPDIR/cp"
 	run pg-ack -d "$src_URL" --slot a_sysid --from "$BATS_TEST_TMPDIR/cp"
 	[ "$status" -eq 4 ]
-	[[ $output == "pg-ack: error: checkpoint file \"$BATS_TEST_TMPDIR/cp\" records source system 1234567890, but the source is system "*": it belongs to another server" ]]
+	[[ $output == "pg-ack: error: checkpoint file \"$BATS_TEST_TMPDIR/cp\": the source is another server than the job's: system identifier "*", the job's is 1234567890; nothing was confirmed to it: resync required, unless the job's own server answers again" ]]
 	[ "$(slot_col a_sysid confirmed_flush_lsn)" = "$before" ]
 }
 

@@ -825,7 +825,7 @@ POSITION→0/200→$T0
 PGCS→1→99→1→id_slot→0/100
 EOF
 	[ "$status" -eq 4 ]
-	[[ $output == *'error: -:3: stream from source 99 timeline 1 slot "id_slot" follows one from source 21 timeline 1 slot "id_slot": resync required'* ]]
+	[[ $output == *"error: -:3: the source is another server than the job's: system identifier 99, the job's is 21 (the stream changed source); nothing of it is applied: resync required, unless the job's own server answers again"* ]]
 }
 
 @test "a job recorded for another source, timeline or slot refuses the stream (exit 4)" {

@@ -364,6 +364,43 @@ start_consumer() {
 	[[ $output == 'pg-slot: error: replication slot "sh_lost" already exists but is invalidated ('*'): drop it and resync' ]]
 }
 
+@test "lineage prints the source's identity and the slot, and exits 4 naming both values for each check the server fails" {
+	local role=lin_rep sysid restart confirmed url
+	psql_at src -c "CREATE ROLE $role LOGIN REPLICATION"
+	url=$(url_as "$role")
+	pg-slot create -d "$src_URL" --slot lin >/dev/null 2>&1
+	sysid=$(psql_at src -c "SELECT system_identifier FROM pg_control_system()")
+	restart=$(slot_col lin restart_lsn)
+	confirmed=$(slot_col lin confirmed_flush_lsn)
+	run --separate-stderr pg-slot lineage -d "$url" --slot lin --sysid "$sysid" --timeline 1 \
+		--created "$confirmed" --taken "$confirmed" --restart-floor "$restart"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "sysid	$sysid" ]
+	[ "${lines[1]}" = "timeline	1" ]
+	[[ $output == *"restart_lsn	$restart"* ]]
+	run --separate-stderr pg-slot lineage -d "$url" --slot lin --sysid 12345
+	[ "$status" -eq 4 ]
+	[ "$stderr" = "pg-slot: error: the source is another server than the job's: system identifier $sysid, the job's is 12345" ]
+	run --separate-stderr pg-slot lineage -d "$url" --slot lin --timeline 2
+	[ "$status" -eq 4 ]
+	[[ $stderr == *"another server than the job's: system identifier $sysid on timeline 1, the job's is on timeline 2" ]]
+	run --separate-stderr pg-slot lineage -d "$url" --slot lin --taken FF/0
+	[ "$status" -eq 4 ]
+	[[ $stderr == *"another server than the job's: its WAL ends at "*", before FF/0 that the job already took from the source"* ]]
+	run --separate-stderr pg-slot lineage -d "$url" --slot lin --created FF/0
+	[ "$status" -eq 4 ]
+	[[ $stderr == *"replication slot \"lin\" confirmed $confirmed, before FF/0 where the job's slot was created"* ]]
+	run --separate-stderr pg-slot lineage -d "$url" --slot lin --restart-floor FF/0
+	[ "$status" -eq 4 ]
+	[[ $stderr == *"replication slot \"lin\" restarts at $restart, before FF/0 where the job's slot already restarted"* ]]
+	# A missing slot is the caller's verdict: the identity still is.
+	run --separate-stderr pg-slot lineage -d "$url" --slot nosuch --sysid "$sysid" --taken FF/0 --restart-floor FF/0
+	[ "$status" -eq 0 ]
+	[ "$output" = "sysid	$sysid
+timeline	1" ]
+	pg-slot drop -d "$src_URL" --slot lin >/dev/null 2>&1
+}
+
 @test "drop removes the slot and says so" {
 	pg-slot create -d "$src_URL" --slot d_plain 2>/dev/null
 	run --separate-stderr pg-slot drop -d "$src_URL" --slot d_plain
@@ -406,11 +443,11 @@ start_consumer() {
 @test "usage errors exit 2 with a message and the usage lines" {
 	run pg-slot
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = "pg-slot: error: missing command: create, alter, drop or show" ]
+	[ "${lines[0]}" = "pg-slot: error: missing command: create, alter, drop, show or lineage" ]
 	[[ ${lines[1]} == "usage: pg-slot create "* ]]
 	run pg-slot frob --slot x
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = 'pg-slot: error: unknown command "frob": expected create, alter, drop or show' ]
+	[ "${lines[0]}" = 'pg-slot: error: unknown command "frob": expected create, alter, drop, show or lineage' ]
 	run pg-slot show
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = "pg-slot: error: show needs --slot NAME" ]
@@ -441,6 +478,12 @@ start_consumer() {
 	run pg-slot show --slot x extra
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = 'pg-slot: error: unexpected argument "extra"' ]
+	run pg-slot show --slot x --restart-floor 0/1
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = "pg-slot: error: --sysid, --timeline, --created, --taken and --restart-floor apply to lineage only" ]
+	run pg-slot lineage --slot x --taken soon
+	[ "$status" -eq 2 ]
+	[ "${lines[0]}" = 'pg-slot: error: invalid --taken "soon": expected an LSN like 0/1A2B3C4' ]
 }
 
 @test "options may come before the command, and -d defaults to the libpq environment" {

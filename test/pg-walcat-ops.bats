@@ -207,7 +207,7 @@ apply_sim() {
 	printf '0/1\nsysid=12345\nslot=ackid\n' >"$ack"
 	run pg-walcat -d "$src_URL" --slot ackid --publication pub --ack-file "$ack" --endpos now
 	[ "$status" -eq 4 ]
-	[[ $output == *"pg-walcat: error: acknowledgement file \"$ack\" is for source system 12345, not "*"resync required"* ]]
+	[[ $output == *"pg-walcat: error: the source is another server than the job's: system identifier "*", the job's is 12345; nothing was confirmed to it: resync required"* ]]
 	write_ack "$ack" "$(confirmed ackid)" other
 	run pg-walcat -d "$src_URL" --slot ackid --publication pub --ack-file "$ack" --endpos now
 	[ "$status" -eq 4 ]
@@ -223,7 +223,7 @@ apply_sim() {
 	[[ $output == *"beyond 0/1 acknowledged in \"$ack\""* ]]
 }
 
-@test "an acknowledged position past the source's WAL exits 5 before anything is confirmed; nothing is lost" {
+@test "an acknowledged position past the source's WAL is another server's (exit 4) before anything is confirmed; nothing is lost" {
 	new_slot ackahead
 	psql_at src -c "CREATE TABLE aa (id int PRIMARY KEY)"
 	psql_at src -c "INSERT INTO aa VALUES (1)"
@@ -231,8 +231,8 @@ apply_sim() {
 	before=$(confirmed ackahead)
 	write_ack "$ack" FF/0 ackahead
 	run --separate-stderr pg-walcat -d "$src_URL" --slot ackahead --publication pub --ack-file "$ack" --endpos now
-	[ "$status" -eq 5 ]
-	[[ $stderr == *"pg-walcat: error: acknowledgement file \"$ack\": position FF/0 is past the source's flushed WAL position "*"it cannot come from this source"* ]]
+	[ "$status" -eq 4 ]
+	[[ $stderr == *"pg-walcat: error: the source is another server than the job's: its WAL ends at "*", before FF/0 that the job already took from the source"*"nothing was confirmed to it"* ]]
 	[ -z "$output" ]
 	[ "$(confirmed ackahead)" = "$before" ]
 	# While streaming: a position past what this stream wrote stops it too.

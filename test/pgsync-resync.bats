@@ -136,7 +136,7 @@ slot_lost() {
 	other_sysid=$(psql_at other -c "SELECT system_identifier FROM pg_control_system()")
 	SRC_URL=$OTHER_LP run pgs r3 run
 	[ "$status" -eq 4 ]
-	[[ $output == *"pgsync: error: job r3 cannot continue: the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=rs_src dbname=postgres is system identifier $other_sysid, another server than job r3's, system identifier $sysid (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port")"*"): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $sysid, then pgsync run continues without a resync"* ]]
+	[[ $output == *"pgsync: error: job r3 cannot continue: the source is another server than the job's: system identifier $other_sysid, the job's is $sysid (the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=rs_src dbname=postgres; job r3's server is system identifier $sysid (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port")"*")): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $sysid, then pgsync run continues without a resync"* ]]
 	[ "$(job_state r3)" = RESYNC_REQUIRED ]
 	# The other server's slot is not ours to touch.
 	[ "$(psql_at other -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'r3_slot' AND NOT active")" = 1 ]
@@ -165,7 +165,7 @@ sysid_of() {
 
 # The refusal names both servers: the one answering and the job's.
 names_both_servers() {
-	[[ $output == *"the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=r6_src dbname=postgres is system identifier $(sysid_of other), another server than job r6's, system identifier $(sysid_of src) (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port") user=r6_src dbname=postgres): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $(sysid_of src)"* ]]
+	[[ $output == *"the source is another server than the job's: system identifier $(sysid_of other), the job's is $(sysid_of src) (the source at host=${other_DIR}/sock port=$(<"$other_DIR/port") user=r6_src dbname=postgres; job r6's server is system identifier $(sysid_of src) (reached at host=${src_DIR}/sock port=$(<"$src_DIR/port") user=r6_src dbname=postgres)): nothing was dropped; point PGSYNC_SOURCE_URL at system identifier $(sysid_of src)"* ]]
 }
 
 other_slot_kept() {

@@ -88,6 +88,9 @@ const char catalog_ddl[] =
 	"     'SWITCHED_OVER'));\n"
 	"ALTER TABLE pgsync.job ADD COLUMN IF NOT EXISTS switchover_lsn pg_lsn,\n"
 	"  ADD COLUMN IF NOT EXISTS switched_over_at timestamptz;\n"
+	/* pgsync run: the highest restart_lsn it saw on the job's slot, which
+	 * the job's own server never goes below (source/lineage.h). */
+	"ALTER TABLE pgsync.job ADD COLUMN IF NOT EXISTS slot_restart_lsn pg_lsn;\n"
 	/* The roles a switchover fenced on the source and the setting each had
 	 * before (previous NULL: none), written before the fence and deleted
 	 * when it is undone, so that an interrupted switchover's fence can

@@ -3,8 +3,10 @@
 #include "checkpoint.h"
 #include "common.h"
 #include "conn.h"
+#include "identity.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,7 +52,7 @@ bool
 jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t *applied,
 			uint32_t *recorded, char *commit_time, size_t commit_time_len, struct apply_err *err)
 {
-	char tl[16];
+	char tl[16], why[256];
 	const char *params[4] = {job, id->slot, id->sysid, tl};
 	struct pgerr pe;
 	PGresult *res;
@@ -83,7 +85,15 @@ jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t 
 		apply_err_set(err, EXIT_RUNTIME, "the row of job \"%s\" vanished from pgsync.job", job);
 		return false;
 	}
-	if (strcmp(PQgetvalue(res, 0, 1), id->sysid) != 0 || strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
+	/* The timeline is pg-apply's to judge by the stream's history. */
+	if (!identity_same(PQgetvalue(res, 0, 1), 0, id->sysid, id->timeline, why, sizeof(why)))
+	{
+		apply_err_set(err, EXIT_CONTINUITY, "%s, job \"%s\"; nothing of the stream is applied: resync required, "
+					  "unless the job's own server answers again", why, job);
+		PQclear(res);
+		return false;
+	}
+	if (strcmp(PQgetvalue(res, 0, 0), id->slot) != 0)
 	{
 		apply_err_set(err, EXIT_CONTINUITY,
 					  "stream from source %s timeline %s slot \"%s\" does not match job \"%s\", which applies source %s timeline %s slot \"%s\": resync required",
@@ -113,8 +123,14 @@ jobrow_set_timeline(PGconn *meta, const char *job, uint32_t timeline, struct app
 	PGresult *res;
 
 	snprintf(tl, sizeof(tl), "%u", timeline);
-	res = conn_query_one(meta, "UPDATE pgsync.job SET source_timeline = $2, updated_at = pg_catalog.now()"
-						 " WHERE job = $1 RETURNING job", 2, params, 1, &pe);
+	/* The restart_lsn floor (ownserver.h) was the old timeline's slot's: a
+	 * synced copy on the new primary may restart earlier. A catalog from
+	 * before that column (42703) records the timeline alone. */
+	res = conn_query_one(meta, "UPDATE pgsync.job SET source_timeline = $2, slot_restart_lsn = NULL,"
+						 " updated_at = pg_catalog.now() WHERE job = $1 RETURNING job", 2, params, 1, &pe);
+	if (res == NULL && strcmp(pe.sqlstate, "42703") == 0)
+		res = conn_query_one(meta, "UPDATE pgsync.job SET source_timeline = $2, updated_at = pg_catalog.now()"
+							 " WHERE job = $1 RETURNING job", 2, params, 1, &pe);
 	if (res == NULL)
 		return query_failed(err, "record the source's new timeline", &pe);
 	PQclear(res);

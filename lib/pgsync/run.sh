@@ -12,17 +12,20 @@ readonly RESYNC_ACTION="pgsync cleanup --yes && pgsync bootstrap --restart-snaps
 
 resync() {
 	local reason=$1
+	# A program that found another server at the source's address.
+	wrong_server_cause "$reason" && another_server "$reason"
 	[[ -z ${WALCAT_PID:-} ]] || stop_stream
 	set_state RESYNC_REQUIRED "$reason"
 	die $EX_RESYNC "job $JOB requires a resync: $reason; $RESYNC_ACTION"
 }
 
-# The source is another server than the job's (a mistyped URL, a
-# failover): nothing of the job's is touched, and the mark clears once the
-# job's own server answers again.
+# another_server WHY: the source is another server than the job's (a
+# mistyped URL, a failover, a copy restored from an older backup): nothing
+# of the job's is touched, and the mark clears once the job's own server
+# answers again.
 another_server() {
-	local reason
-	reason=$(wrong_server "$SOURCE_SYSID")
+	local reason=$1
+	[[ $reason == *"nothing was dropped"* ]] || reason=$(wrong_server "$reason")
 	[[ -z ${WALCAT_PID:-} ]] || stop_stream
 	set_state RESYNC_REQUIRED "$reason"
 	die $EX_RESYNC "job $JOB cannot continue: $reason, then pgsync run continues without a resync"
@@ -43,13 +46,9 @@ applied_position() {
 # be reached, 2 when the target cannot (runtime problems, retried).
 check_continuity() {
 	local applied
-	source_identify || return 1
-	[[ -z $JOB_SYSID || $SOURCE_SYSID == "$JOB_SYSID" ]] || another_server
+	job_lineage || return 1
 	slot_load || return 1
 	slot_continuity
-	if [[ -n $JOB_CONSISTENT && -n $SLOT_CONFIRMED ]] && ! lsn_ge "$SLOT_CONFIRMED" "$JOB_CONSISTENT"; then
-		resync "replication slot $SLOT confirmed $SLOT_CONFIRMED, before $JOB_CONSISTENT where the job's slot was created: it is another slot of the same name"
-	fi
 	# Read after the slot: while the stream runs both move, and the slot
 	# never confirms what the target has not committed.
 	applied=$(sql tgt <<<"SELECT coalesce(applied_lsn, consistent_lsn)::text FROM pgsync.job WHERE job = :'job'") || return 2
@@ -57,6 +56,59 @@ check_continuity() {
 		resync "replication slot $SLOT confirmed $SLOT_CONFIRMED, beyond the target's applied position $applied: the changes in between are gone from the slot"
 	fi
 	return 0
+}
+
+# job_lineage: the source is the job's server (source_lineage), with the
+# applied position read before as what the job took from it; another
+# server is another_server. Each check that passes records the restart_lsn
+# the one before saw (record_restart_floor). Returns 1 when the source
+# cannot be asked.
+LINEAGE_SEEN=""
+job_lineage() {
+	source_lineage "$(applied_position)"
+	case $? in
+	0) ;;
+	4) another_server "$LINEAGE_WHY" ;;
+	*) return 1 ;;
+	esac
+	record_restart_floor
+	return 0
+}
+
+# The job's slot never restarts below a restart_lsn it had: the server
+# writes a new one to disk before it is used. An older copy of the server
+# has an older one (lib/source/lineage.h). The floor recorded is the value
+# one check older than the last, which the server had surely written by the
+# time it answered again. greatest(): a floor only rises. Only on the job's
+# recorded timeline: after a failover pg-apply records the new one and
+# clears the floor, which the new primary's slot then starts again.
+LINEAGE_SEEN_TLI=""
+record_restart_floor() {
+	if [[ -n $LINEAGE_SEEN && -n $RESTART_FLOOR_COLUMN && $LINEAGE_SEEN != "$JOB_RESTART_FLOOR" &&
+		$LINEAGE_SEEN_TLI == "$SOURCE_TIMELINE" && (-z $JOB_TIMELINE || $JOB_TIMELINE == "$SOURCE_TIMELINE") ]]; then
+		if job_update "slot_restart_lsn = greatest(slot_restart_lsn, :'r')" r="$LINEAGE_SEEN"; then
+			[[ -n $JOB_RESTART_FLOOR ]] && lsn_ge "$JOB_RESTART_FLOOR" "$LINEAGE_SEEN" || JOB_RESTART_FLOOR=$LINEAGE_SEEN
+		else
+			log_warn "cannot record the slot's restart_lsn in pgsync.job: $(sql_error)"
+		fi
+	fi
+	LINEAGE_SEEN=$LINEAGE_RESTART LINEAGE_SEEN_TLI=$SOURCE_TIMELINE
+}
+
+# The job row's slot_restart_lsn (lib/apply/catalog.c) on a catalog from
+# before it: the catalog's own DDL adds it when we may; otherwise the floor
+# is not recorded and an older copy of the server is found only while its
+# WAL is behind. Sets RESTART_FLOOR_COLUMN.
+RESTART_FLOOR_COLUMN=""
+restart_floor_column() {
+	local r
+	r=$(sql tgt <<<"SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'pgsync.job'::regclass AND attname = 'slot_restart_lsn' AND NOT attisdropped)") ||
+		die $EX_RUNTIME "cannot read the target ($TGT_DISPLAY): $(sql_error)"
+	if [[ $r == f ]] && ! pgsync-config --catalog-sql | sql tgt -1 >/dev/null; then
+		log_warn "cannot add slot_restart_lsn to pgsync.job ($(sql_error)): run pgsync run once as the catalog's owner, so that a copy of the source restored from an older backup is always refused"
+		return 0
+	fi
+	RESTART_FLOOR_COLUMN=1
 }
 
 # After slot_load: missing or invalidated means the WAL the job needs is gone.
@@ -163,9 +215,16 @@ monitor_tick() {
 		outage_over source && return 0
 		WAL_END_AT_CONNECT=$SLOT_CURRENT
 		log_info "job $JOB: continuity verified, state CATCHING_UP until $WAL_END_AT_CONNECT"
-	elif ! slot_load; then
-		outage source "$(sql_error)"
-		return 0
+	else
+		# Which server is this, at every tick: another server (or an
+		# older copy of the job's) stops the stream even before
+		# pg-walcat reconnects to it, which asks itself. A probe that
+		# cannot be made (no WAL sender free, say) records nothing.
+		job_lineage || LINEAGE_SEEN=""
+		if ! slot_load; then
+			outage source "$(sql_error)"
+			return 0
+		fi
 	fi
 	outage_over source && return 0
 	if [[ $RUN_STATE == CATCHING_UP && -n $applied ]] && lsn_ge "$applied" "$WAL_END_AT_CONNECT"; then
@@ -284,12 +343,17 @@ cmd_run() {
 		if ! wrong_server_cause "$JOB_LAST_ERROR"; then
 			die $EX_RESYNC "job $JOB requires a resync (${JOB_LAST_ERROR:-continuity lost}): $RESYNC_ACTION"
 		fi
-		source_identify || die $EX_RUNTIME "cannot reach the source ($SRC_DISPLAY): $(sql_error); job $JOB is RESYNC_REQUIRED because $JOB_LAST_ERROR"
-		[[ $SOURCE_SYSID == "$JOB_SYSID" ]] || another_server
+		source_lineage "$(applied_position)"
+		case $? in
+		0) ;;
+		4) another_server "$LINEAGE_WHY" ;;
+		*) die $EX_RUNTIME "cannot reach the source ($SRC_DISPLAY): $(sql_error); job $JOB is RESYNC_REQUIRED because $JOB_LAST_ERROR" ;;
+		esac
 		log_info "job $JOB: the source at $SRC_DISPLAY is the job's own server again (system identifier $JOB_SYSID): the resync was required only by another server"
 		;;
 	esac
 	[[ $JOB_SLOT == "$SLOT" ]] || die $EX_USAGE "job $JOB streams from slot $JOB_SLOT, but source.slot is $SLOT"
+	restart_floor_column
 
 	if check_continuity; then
 		failover_slot_follow

@@ -38,8 +38,7 @@ WITH j AS (
   -- Continuity problems visible now, before run has noticed them.
   SELECT CASE
     WHEN NOT s.reachable OR j.state IN ('INITIALIZING', 'SNAPSHOTTING') THEN NULL
-    WHEN j.source_sysid IS NOT NULL AND s.sysid IS DISTINCT FROM j.source_sysid
-      THEN format('the source is system identifier %s, another server than the job''s (system identifier %s)', s.sysid, j.source_sysid)
+    WHEN :'lineage_why' <> '' THEN :'lineage_why'
     WHEN NOT s.slot_exists THEN format('replication slot %s no longer exists on the source', j.slot)
     WHEN :'slot_wal_status' = 'lost' OR :'slot_invalid' <> ''
       THEN format('replication slot %s was invalidated', j.slot)
@@ -65,10 +64,9 @@ WITH j AS (
          s.current_lsn AS src_current_lsn, s.slot_exists, l.reason AS live_reason,
          -- Marked only because another server answered, and the job's
          -- own server answers now: run continues it.
-         (:'wrong_server' = 't' AND s.reachable AND s.sysid = j.source_sysid) AS healed,
-         (:'wrong_server' = 't' OR (j.source_sysid IS NOT NULL AND s.reachable
-                                     AND s.sysid IS DISTINCT FROM j.source_sysid)) AS wrong_server,
-         ((j.state = 'RESYNC_REQUIRED' AND NOT (:'wrong_server' = 't' AND s.reachable AND s.sysid = j.source_sysid))
+         (:'wrong_server' = 't' AND s.reachable AND :'lineage_why' = '') AS healed,
+         (:'wrong_server' = 't' OR (s.reachable AND :'lineage_why' <> '')) AS wrong_server,
+         ((j.state = 'RESYNC_REQUIRED' AND NOT (:'wrong_server' = 't' AND s.reachable AND :'lineage_why' = ''))
           OR l.reason IS NOT NULL) AS resync_required,
          coalesce(rr.live, false) AS is_live
     FROM j CROSS JOIN t CROSS JOIN src s CROSS JOIN live_resync l LEFT JOIN rr ON true
@@ -264,11 +262,16 @@ cmd_status() {
 	job_load
 	((JOB_EXISTS)) || die $EX_PREFLIGHT "job $JOB does not exist in the target ($TGT_DISPLAY): pgsync bootstrap creates it"
 
-	local reachable=f src_error="" sysid=""
+	local reachable=f src_error="" sysid="" lineage_why="" rc=1
 	SLOT_EXISTS=0
 	if ((HAVE_SOURCE)); then
-		if slot_load && sysid=$(source_sysid); then
-			reachable=t
+		# Which server is this: the rule run follows (source_lineage).
+		if slot_load; then
+			source_lineage "${JOB_APPLIED:-$JOB_CONSISTENT}"
+			rc=$?
+		fi
+		if ((rc != 1)); then
+			reachable=t sysid=$SOURCE_SYSID lineage_why=$LINEAGE_WHY
 		else
 			src_error=$(sql_error)
 			SLOT_EXISTS=0 SLOT_ACTIVE="" SLOT_ACTIVE_PID="" SLOT_RESTART="" SLOT_CONFIRMED=""
@@ -293,7 +296,7 @@ cmd_status() {
 	local wrong=f
 	[[ $JOB_STATE == RESYNC_REQUIRED ]] && wrong_server_cause "$JOB_LAST_ERROR" && wrong=t
 	sql tgt -v format="$format" -v mode="$mode" -v chunks="${chunks:-null}" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" -v fenced_roles="$fenced" \
-		-v src_reachable="$reachable" -v src_error="$src_error" -v src_sysid="$sysid" \
+		-v src_reachable="$reachable" -v src_error="$src_error" -v src_sysid="$sysid" -v lineage_why="$lineage_why" \
 		-v src_current="${SLOT_CURRENT:-}" -v src_display="$SRC_DISPLAY" -v slot_exists="$SLOT_EXISTS" \
 		-v slot_active="${SLOT_ACTIVE:-}" -v slot_active_pid="${SLOT_ACTIVE_PID:-}" \
 		-v slot_restart="${SLOT_RESTART:-}" -v slot_confirmed="${SLOT_CONFIRMED:-}" \

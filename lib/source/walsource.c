@@ -105,17 +105,16 @@ walsrc_heartbeat(PGconn *conn, lsn_t only_past, bool *sent, struct pgerr *err)
 
 int
 walsrc_read_ack(const char *path, const char *sysid, const char *slot,
-				lsn_t *lsn, uint32_t *timeline, bool *present, char *msg, size_t msglen)
+				struct checkpoint *cp, bool *present, char *msg, size_t msglen)
 {
-	struct checkpoint cp;
 	char err[512];
 
-	*lsn = LSN_INVALID;
-	*timeline = 0;
+	memset(cp, 0, sizeof(*cp));
 	*present = false;
-	switch (checkpoint_read(path, &cp, err, sizeof(err)))
+	switch (checkpoint_read(path, cp, err, sizeof(err)))
 	{
 		case CP_MISSING:
+			memset(cp, 0, sizeof(*cp));
 			return EXIT_DONE;
 		case CP_INVALID:
 			snprintf(msg, msglen, "%s", err);
@@ -123,20 +122,18 @@ walsrc_read_ack(const char *path, const char *sysid, const char *slot,
 		case CP_OK:
 			break;
 	}
-	if (cp.sysid[0] && sysid[0] && strcmp(cp.sysid, sysid) != 0)
+	if (cp->sysid[0] && sysid[0] && strcmp(cp->sysid, sysid) != 0)
 	{
 		snprintf(msg, msglen, "acknowledgement file \"%s\" is for source system %s, not %s: continuity is lost, resync required",
-				 path, cp.sysid, sysid);
+				 path, cp->sysid, sysid);
 		return EXIT_CONTINUITY;
 	}
-	if (cp.slot[0] && strcmp(cp.slot, slot) != 0)
+	if (cp->slot[0] && strcmp(cp->slot, slot) != 0)
 	{
 		snprintf(msg, msglen, "acknowledgement file \"%s\" is for slot \"%s\", not \"%s\": continuity is lost, resync required",
-				 path, cp.slot, slot);
+				 path, cp->slot, slot);
 		return EXIT_CONTINUITY;
 	}
-	*lsn = cp.lsn;
-	*timeline = cp.timeline;
 	*present = true;
 	return EXIT_DONE;
 }

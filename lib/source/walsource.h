@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <libpq-fe.h>
 
+#include "checkpoint.h"
 #include "conn.h"
 #include "lsn.h"
 #include "slotinfo.h"
@@ -40,13 +41,12 @@ bool walsrc_current_lsn(PGconn *conn, lsn_t *out, struct pgerr *err);
 bool walsrc_heartbeat(PGconn *conn, lsn_t only_past, bool *sent, struct pgerr *err);
 
 /*
- * The acknowledgement file: *lsn is its position (LSN_INVALID and *present
- * false when it does not exist yet), *timeline the timeline it was applied
- * on (0 when not recorded). A file naming another source system or
- * slot is EXIT_CONTINUITY; an unreadable or invalid one EXIT_RUNTIME; the
- * reason goes to msg.
+ * The acknowledgement file: *cp is what it says (its position LSN_INVALID and
+ * *present false when it does not exist yet). A file naming another source
+ * system than sysid (when known) or another slot is EXIT_CONTINUITY; an
+ * unreadable or invalid one EXIT_RUNTIME; the reason goes to msg.
  */
 int walsrc_read_ack(const char *path, const char *sysid, const char *slot,
-					lsn_t *lsn, uint32_t *timeline, bool *present, char *msg, size_t msglen);
+					struct checkpoint *cp, bool *present, char *msg, size_t msglen);
 
 #endif
