@@ -194,3 +194,21 @@ tgt_sql() {
 	[ "$status" -eq 2 ]
 	[[ $stderr == "pg-verify: error: --tables file \"$TABLES_FILE\" line 1: expected schema<TAB>table"* ]]
 }
+
+@test "usage: both connections, both snapshots and the table file are required; a bad connection string or snapshot name is refused" {
+	run --separate-stderr pg-verify --source host=/nonexistent --source-snapshot 00000003-00000002-1 \
+		--target-snapshot 00000003-00000002-1 --tables /nonexistent
+	[ "$status" -eq 2 ]
+	[[ $stderr == "pg-verify: error: --source and --target are required"$'\n'"usage: pg-verify "* ]]
+	run --separate-stderr pg-verify --source nonsense --target host=/nonexistent
+	[ "$status" -eq 2 ]
+	[[ $stderr == "pg-verify: error: invalid connection string given to --source: expected KEY=VALUE pairs or a postgresql:// URL"* ]]
+	run --separate-stderr pg-verify --source host=/x --target host=/x --source-snapshot "x'; DROP" \
+		--target-snapshot 00000003-00000002-1 --tables /nonexistent
+	[ "$status" -eq 2 ]
+	[[ $stderr == "pg-verify: error: invalid --source-snapshot \"x'; DROP\": expected an exported snapshot name"* ]]
+	run --separate-stderr pg-verify --source host=/x --target host=/x --source-snapshot 00000003-00000002-1 \
+		--target-snapshot 00000003-00000002-1 --tables "$BATS_TEST_TMPDIR/none"
+	[ "$status" -eq 2 ]
+	[[ $stderr == "pg-verify: error: cannot open --tables file \"$BATS_TEST_TMPDIR/none\": No such file or directory" ]]
+}
