@@ -17,14 +17,14 @@ bats_require_minimum_version 1.5.0
 readonly PV_SQL="
 	CREATE SCHEMA \"s.x\";
 	CREATE TABLE \"s.x\".\"a.b\" (id int PRIMARY KEY, v text);
-	CREATE TABLE \"s.x\".\"c,d\" (id int PRIMARY KEY, v text);
+	CREATE TABLE \"s.x\".\"c,d\" (id int PRIMARY KEY, v text, \"x,y\" int);
 	CREATE TABLE \"s.x\".\"q\"\"x\" (k1 int, k2 text, v text, PRIMARY KEY (k1, k2));
 	CREATE TABLE \"s.x\".\"Mixed Case\" (\"Id\" serial PRIMARY KEY, \"Val\" text, n numeric, t timestamptz);
 	CREATE TABLE \"s.x\".\"tab	name\" (id int PRIMARY KEY);
 	CREATE TABLE \"s.x\".\"no key\" (a int, b text);
 	CREATE TABLE public.big (id bigint PRIMARY KEY, v text);
 	INSERT INTO \"s.x\".\"a.b\" SELECT g, 'a' || g FROM generate_series(1, 20) g;
-	INSERT INTO \"s.x\".\"c,d\" SELECT g, 'c' || g FROM generate_series(1, 30) g;
+	INSERT INTO \"s.x\".\"c,d\" SELECT g, 'c' || g, g FROM generate_series(1, 30) g;
 	INSERT INTO \"s.x\".\"q\"\"x\" SELECT g, E'k\\\\\"' || g, 'q' || g FROM generate_series(1, 10) g;
 	INSERT INTO \"s.x\".\"Mixed Case\" (\"Val\", n, t) SELECT E'caf\\u00e9 ' || g, g / 3.0, '2024-03-01 12:00+01' FROM generate_series(1, 15) g;
 	INSERT INTO \"s.x\".\"tab	name\" SELECT generate_series(1, 5);
@@ -129,19 +129,20 @@ tgt_sql() {
 	[[ $stderr == *"pg-verify: 7 tables compared: identical"* ]]
 }
 
-@test "a row missing, one extra and one differing on the target: exit 5, each counted with its key, no value shown" {
+@test "a row missing, one extra and one differing (also in a column named with a comma) on the target: exit 5, each counted with its key, no value shown" {
+	# The column named with a comma is one of the columns compared.
 	tgt_sql "DELETE FROM \"s.x\".\"a.b\" WHERE id = 2; INSERT INTO \"s.x\".\"c,d\" VALUES (100, 'extra');
-		UPDATE \"s.x\".\"q\"\"x\" SET v = 'secret' WHERE k1 = 3"
+		UPDATE \"s.x\".\"c,d\" SET \"x,y\" = 0 WHERE id = 7; UPDATE \"s.x\".\"q\"\"x\" SET v = 'secret' WHERE k1 = 3"
 	verify
 	tgt_sql "INSERT INTO \"s.x\".\"a.b\" VALUES (2, 'a2'); DELETE FROM \"s.x\".\"c,d\" WHERE id = 100;
-		UPDATE \"s.x\".\"q\"\"x\" SET v = 'q3' WHERE k1 = 3"
+		UPDATE \"s.x\".\"c,d\" SET \"x,y\" = 7 WHERE id = 7; UPDATE \"s.x\".\"q\"\"x\" SET v = 'q3' WHERE k1 = 3"
 	[ "$status" -eq 5 ]
 	[ "$(line 's.x.a.b')" = $'s.x.a.b\t20\t19\t1\t0\t0\t1' ]
-	[ "$(line 's.x.c,d')" = $'s.x.c,d\t30\t31\t0\t1\t0\t1' ]
+	[ "$(line 's.x.c,d')" = $'s.x.c,d\t30\t31\t0\t1\t1\t1' ]
 	[ "$(line 's.x.q"x')" = $'s.x.q"x\t10\t10\t0\t0\t1\t1' ]
 	[ "$(line 's.x.Mixed Case')" = $'s.x.Mixed Case\t15\t15\t0\t0\t0\t1' ]
 	[ "$(keys 's.x.a.b')" = $'missing\t"2"' ]
-	[ "$(keys 's.x.c,d')" = $'only\t"100"' ]
+	[ "$(keys 's.x.c,d')" = $'differing\t"7"\nonly\t"100"' ]
 	[ "$(keys 's.x.q"x')" = $'differing\t"(3,\\"k\\\\\\\\\\"\\"3\\")"' ]
 	[[ $output$stderr != *secret* && $(cat "$BATS_TEST_TMPDIR"/keys/*.keys) != *secret* ]]
 	[[ $stderr == *"pg-verify: 7 tables compared: different"* ]]

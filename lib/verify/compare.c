@@ -14,20 +14,14 @@
 #include <string.h>
 
 /*
- * The table's published columns and its key, from the source at the
- * snapshot, quoted by the server: the columns in the source's order (the
- * column list's, $3, when the publications have one; generated ones are
- * never published); the key is the primary key, else the replica identity
- * index; none: the whole row.
+ * The table's key, from the source at the snapshot, quoted by the server:
+ * the primary key, else the replica identity index; none: the whole row.
+ * With it whether the table exists and its name quoted.
  */
 static const char shape_sql[] =
 	"WITH t AS (\n"
 	"  SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n"
 	"   WHERE n.nspname = $1 AND c.relname = $2\n"
-	"), cols AS (\n"
-	"  SELECT a.attname, a.attnum FROM t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid\n"
-	"   WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''\n"
-	"     AND ($3::text = '' OR a.attname = ANY (pg_catalog.string_to_array($3::text, ',')))\n"
 	"), idx AS (\n"
 	"  SELECT i.indkey FROM t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid\n"
 	"   WHERE i.indisprimary OR i.indisreplident ORDER BY i.indisprimary DESC LIMIT 1\n"
@@ -35,11 +29,49 @@ static const char shape_sql[] =
 	"  SELECT a.attname, k.ord FROM idx CROSS JOIN LATERAL unnest(idx.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)\n"
 	"    JOIN t ON true JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum\n"
 	")\n"
-	"SELECT (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), ', ' ORDER BY attnum) FROM cols),\n"
-	"       coalesce((SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), ', ' ORDER BY ord) FROM keycols), ''),\n"
+	"SELECT coalesce((SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), ', ' ORDER BY ord) FROM keycols), ''),\n"
 	"       EXISTS (SELECT 1 FROM t),\n"
 	"       pg_catalog.format('%I.%I', $1::text, $2::text),\n"
 	"       (SELECT count(*) FROM keycols)";
+
+/* Its columns in the source's order: name, name quoted, generated. */
+static const char cols_sql[] =
+	"SELECT a.attname, pg_catalog.quote_ident(a.attname), a.attgenerated <> ''\n"
+	"  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid\n"
+	"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n"
+	" WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped\n"
+	" ORDER BY a.attnum";
+
+/*
+ * The columns compared, quoted and comma-separated into out: those of the
+ * line's column list (list: names joined by commas in the source's order,
+ * as --list-tables prints them; "" for all), never generated ones (they
+ * are the source's own computation, not what the target was sent). The
+ * list is matched name by name in order, not split on commas, so that a
+ * column named with a comma is one column. False when the list names a
+ * column the table does not have.
+ */
+static bool
+published_cols(const PGresult *res, const char *list, struct buf *out)
+{
+	size_t pos = 0, len = strlen(list);
+
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		const char *name = PQgetvalue(res, i, 0);
+		size_t n = strlen(name);
+		bool listed = len == 0;
+
+		if (!listed && strncmp(list + pos, name, n) == 0 && (list[pos + n] == ',' || list[pos + n] == '\0'))
+		{
+			listed = true;
+			pos += n + (list[pos + n] == ',');
+		}
+		if (listed && PQgetvalue(res, i, 2)[0] != 't')
+			buf_printf(out, "%s%s", out->len ? ", " : "", PQgetvalue(res, i, 1));
+	}
+	return pos == len;
+}
 
 /* --- both sides at once ------------------------------------------------------ */
 
@@ -352,9 +384,10 @@ void
 verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vtable *t,
 			   FILE *keys, struct verify_result *r)
 {
-	const char *sp[3] = {t->schema, t->name, t->cols};
-	struct side_q shape = {src, "source", shape_sql, 3, sp, NULL};
-	struct buf base = BUF_INIT, qs = BUF_INIT, qt = BUF_INIT;
+	const char *sp[2] = {t->schema, t->name};
+	struct side_q shape = {src, "source", shape_sql, 2, sp, NULL};
+	struct side_q colq = {src, "source", cols_sql, 2, sp, NULL};
+	struct buf base = BUF_INIT, qs = BUF_INIT, qt = BUF_INIT, cols = BUF_INIT;
 	struct level lv = {0};
 	PGresult *rs = NULL, *rt = NULL;
 	long nkey;
@@ -363,20 +396,30 @@ verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vt
 
 	memset(r, 0, sizeof(*r));
 	r->itemized = true;
-	if (!begin_both(src, tgt, r) || !run_all(&shape, 1, r))
+	if (!begin_both(src, tgt, r) || !run_all(&shape, 1, r) || !run_all(&colq, 1, r))
 		goto done;
-	if (PQntuples(shape.res) != 1 || PQnfields(shape.res) != 5)
+	if (PQntuples(shape.res) != 1 || PQnfields(shape.res) != 4 || PQnfields(colq.res) != 3)
 	{
 		fail(r, "source: unexpected answer describing the table");
 		goto done;
 	}
-	if (PQgetvalue(shape.res, 0, 2)[0] != 't' || PQgetisnull(shape.res, 0, 0))
+	if (PQgetvalue(shape.res, 0, 1)[0] != 't')
 	{
 		fail(r, "table %s does not exist on the source", t->display);
 		goto done;
 	}
-	nkey = atol(PQgetvalue(shape.res, 0, 4));
-	base_query(&base, PQgetvalue(shape.res, 0, 0), PQgetvalue(shape.res, 0, 1), nkey, PQgetvalue(shape.res, 0, 3));
+	if (!published_cols(colq.res, t->cols, &cols))
+	{
+		fail(r, "the column list of %s names columns the source table does not have", t->display);
+		goto done;
+	}
+	if (cols.len == 0)
+	{
+		fail(r, "table %s has no published column to compare", t->display);
+		goto done;
+	}
+	nkey = atol(PQgetvalue(shape.res, 0, 3));
+	base_query(&base, buf_cstr(&cols), PQgetvalue(shape.res, 0, 0), nkey, PQgetvalue(shape.res, 0, 2));
 	for (;;)
 	{
 		const char *param[1] = {prefixes ? buf_cstr(&lv.list) : NULL};
@@ -434,6 +477,8 @@ verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vt
 	}
 done:
 	PQclear(shape.res);
+	PQclear(colq.res);
+	buf_free(&cols);
 	PQclear(rs);
 	PQclear(rt);
 	buf_free(&base);
