@@ -28,13 +28,14 @@ APPLY_PROG_OBJ := $(patsubst bin/apply/%.c,build/bin/apply/%.o,$(APPLY_PROG_SRC)
 # the folders below it (LAYER_<folder>), so an include that runs back up
 # does not compile; programs and tests see every folder. A header is named
 # by its file name alone.
-LIB_DIRS := base source stream apply snapshot config
+LIB_DIRS := base source stream apply snapshot config verify
 LAYER_base := base
 LAYER_stream := base stream
 LAYER_source := base stream source
 LAYER_snapshot := base stream source snapshot
 LAYER_apply := base stream apply
 LAYER_config := base config
+LAYER_verify := base stream verify
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
 LIB_HDR := $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.h))
 LIB_OBJ := $(patsubst lib/%.c,build/lib/%.o,$(LIB_SRC))

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
+#include "escape.h"
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
@@ -56,7 +57,7 @@ static const char options_help[] =
 	"      --list-tables           print what --publication resolves to, one table a line\n"
 	"                              (schema, table, publications, row filter, columns, the\n"
 	"                              generated ones among them; TAB-separated, columns\n"
-	"                              comma-separated) and copy nothing\n"
+	"                              comma-separated, in the stream's escaping) and copy nothing\n"
 	"  -t, --table=SCHEMA.TABLE    copy this table (repeatable); partitions under the root's name\n"
 	"  -j, --jobs=N                parallel source connections (1-256, default 4)\n"
 	"      --split-rows=N          split tables estimated above N rows into ranges (default 1000000)\n"
@@ -499,18 +500,6 @@ write_progress_file(struct progress *p, const char *state)
 	buf_free(&tmp);
 }
 
-static const char *
-signal_name(int sig)
-{
-	switch (sig)
-	{
-		case SIGINT: return "SIGINT";
-		case SIGTERM: return "SIGTERM";
-		case SIGHUP: return "SIGHUP";
-		default: return "a signal";
-	}
-}
-
 /* Supervise the run: progress, timeout, signals. Returns the exit code. */
 static int
 supervise(struct snaprun *run, struct progress *p)
@@ -557,13 +546,18 @@ supervise(struct snaprun *run, struct progress *p)
 	}
 }
 
-/* A field of --list-tables: one line, no TAB. */
+/* A field of --list-tables in the stream's escaping, so that pg-verify
+ * --tables reads back a name with a TAB, a newline or a backslash exactly. */
 static void
 put_field(const char *v, bool last)
 {
-	for (const char *c = v; *c; c++)
-		putchar(*c == '\t' || *c == '\n' || *c == '\r' ? ' ' : *c);
+	struct buf b = BUF_INIT;
+
+	copy_escape(&b, v, strlen(v));
+	if (b.len)
+		fwrite(b.data, 1, b.len, stdout);
 	putchar(last ? '\n' : '\t');
+	buf_free(&b);
 }
 
 /*

@@ -19,6 +19,7 @@ PROGRAMS=(
 	"pg-slot|drop --slot cli_s|dbname slot|--wait --hold-timeout"
 	"pg-ack|--slot cli_s --lsn 0/1|dbname slot|--wait"
 	"pgsync-config|--catalog-sql||"
+	"pg-verify|--source host=/nonexistent --target host=/nonexistent --source-snapshot 00000003-00000002-1 --target-snapshot 00000003-00000002-1 --tables /nonexistent|jobs|"
 )
 EVERYWHERE="help version quiet log-level json"
 OPTIONAL="dbname slot jobs zstd max-message-bytes"

@@ -64,8 +64,7 @@ cli_common(struct cli *cli, int c, char **argv)
 	switch (c)
 	{
 		case 'd':
-			if ((cli->conninfo = argsecret_conninfo(optarg)) == NULL)
-				cli_usage_error(cli->synopsis, "invalid connection string given to -d: expected KEY=VALUE pairs or a postgresql:// URL");
+			cli->conninfo = cli_conninfo(cli, "-d", optarg);
 			return;
 		case 'q':
 			log_set_level(LOG_WARN);
@@ -158,6 +157,16 @@ uint64_t
 cli_max_message(const struct cli *cli, const char *arg)
 {
 	return cli_size(cli, "--max-message-bytes", arg, 1024, UINT64_C(1) << 30);
+}
+
+const char *
+cli_conninfo(const struct cli *cli, const char *opt, char *arg)
+{
+	const char *conninfo = argsecret_conninfo(arg);
+
+	if (conninfo == NULL)
+		cli_usage_error(cli->synopsis, "invalid connection string given to %s: expected KEY=VALUE pairs or a postgresql:// URL", opt);
+	return conninfo;
 }
 
 int

@@ -63,6 +63,9 @@ int cli_zstd_level(const struct cli *cli, const char *arg);
 /* --max-message-bytes SIZE: 1kB to 1GB (the largest value PostgreSQL can
  * send in one message or COPY row). */
 uint64_t cli_max_message(const struct cli *cli, const char *arg);
+/* A connection string given to OPT (-d, --source, --target): its private
+ * copy, the password in argv blanked (argsecret.h). */
+const char *cli_conninfo(const struct cli *cli, const char *opt, char *arg);
 /* -j/--jobs N: 1 to 256 connections. */
 int cli_jobs(const struct cli *cli, const char *arg);
 /* --slot NAME: a replication slot name. */

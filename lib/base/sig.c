@@ -76,3 +76,15 @@ sig_drain(void)
 	while (pipefd[0] >= 0 && read(pipefd[0], b, sizeof(b)) > 0)
 		;
 }
+
+const char *
+signal_name(int sig)
+{
+	switch (sig)
+	{
+		case SIGINT: return "SIGINT";
+		case SIGTERM: return "SIGTERM";
+		case SIGHUP: return "SIGHUP";
+		default: return "a signal";
+	}
+}

@@ -17,6 +17,8 @@ int sig_fd(void);
 bool sig_stop_requested(void);
 /* The first stop signal received, 0 if none. */
 int sig_which(void);
+/* "SIGTERM", "SIGINT", "SIGHUP" (else "a signal"), for "interrupted by ..." messages. */
+const char *signal_name(int sig);
 /* Empty the self-pipe after poll() reported it readable. */
 void sig_drain(void);
 

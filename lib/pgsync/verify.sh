@@ -10,14 +10,14 @@
 # in the state directory); a stopped job's stream is run by verify. Both
 # snapshots are then fixed states that must hold the same rows.
 #
-# The comparison: each table's rows are cut into ranges of the md5 of their
-# key (4096 by the first three hex digits, each differing range into 4096
-# more, ...); both servers hash each range themselves (count and the sum of
-# the rows' hashes) and send only that; ranges that differ are cut again
-# until few rows are left, whose key hashes and row hashes are compared.
-# A table without a key is compared the same way with the whole row as its
-# key, so duplicates count. Row values never leave the servers; keys are
-# shown only with --show-keys.
+# The comparison is pg-verify's (lib/verify/compare.h): each table's rows
+# are cut into ranges of the md5 of their key (4096 by the first three hex
+# digits, each differing range into 4096 more, ...); both servers hash each
+# range themselves (count and the sum of the rows' hashes) and send only
+# that; ranges that differ are cut again until few rows are left, whose key
+# hashes and row hashes are compared. A table without a key is compared the
+# same way with the whole row as its key, so duplicates count. Row values
+# never leave the servers; keys are shown only with --show-keys.
 
 [[ ${COMMAND:-} == run ]] || source "$PGSYNC_LIBDIR/run.sh" || die $EX_RUNTIME "cannot load $PGSYNC_LIBDIR/run.sh"
 # In run, verify's SIGUSR1 ends the wait for the next heartbeat interval
@@ -25,12 +25,9 @@
 # which is how verify finds it.
 [[ ${COMMAND:-} != run ]] || trap ':' USR1
 
-# The text form of every value is the same on both sides: the sessions get
-# pgsync's one set of session settings (lib/base/session.c) through the service
-# file; money's, which they leave to the server, is fixed here.
-readonly VERIFY_SETTINGS="SET LOCAL lc_monetary = 'C';"
-readonly VERIFY_ROWS_MAX=4096	# rows per side fetched as hashes once ranges are this small
-readonly VERIFY_RANGES_MAX=256	# differing ranges cut again; more: counted, not itemized
+# pg-verify's VERIFY_RANGES_MAX (lib/verify/compare.h), for the warning of
+# a table whose differing rows were counted, not itemized.
+readonly VERIFY_RANGES_MAX=256
 
 # --- the pause, served by pgsync run ---------------------------------------------
 # Files in the state directory: verify.request (verify's pid), then run
@@ -234,153 +231,19 @@ verify_release() {
 
 # --- the comparison -----------------------------------------------------------
 
-# vsql src|tgt ERRFILE: psql at the side's exported snapshot with the
-# verify settings; the SQL on stdin.
-vsql() {
-	local which=$1 err=$2 conn snap
-	if [[ $which == src ]]; then conn=$SRC snap=$VERIFY_SRC_SNAP; else conn=$TGT snap=$VERIFY_TGT_SNAP; fi
-	{
-		printf "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSET TRANSACTION SNAPSHOT '%s';\n%s\n" "$snap" "$VERIFY_SETTINGS"
-		cat
-		printf '\nCOMMIT;\n'
-	} | PGAPPNAME=pgsync-verify "$PSQL" -X -q -A -t -F $'\x1f' -v ON_ERROR_STOP=1 -d "$conn" 2>"$err"
-}
-
-# The table's published columns and its key, from the source at the
-# snapshot: "cols<US>key<US>exists<US>name" with the names quoted by the
-# server (name: the table's, schema-qualified). The columns are
-# :'cols' (the publications' column list as pg-snapshot-dump resolves it),
-# in the source's order. A key is the primary key, else the replica
-# identity index; none: the whole row.
-read -r -d '' VERIFY_SHAPE_SQL <<'SQL'
-WITH t AS (
-  SELECT c.oid, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-   WHERE n.nspname = :'nsp' AND c.relname = :'rel'
-), cols AS (
-  SELECT a.attname, a.attnum FROM t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid
-   WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-     AND (:'cols' = '' OR a.attname = ANY (string_to_array(:'cols', ',')))
-), idx AS (
-  SELECT i.indkey FROM t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid
-   WHERE i.indisprimary OR i.indisreplident ORDER BY i.indisprimary DESC LIMIT 1
-), keycols AS (
-  SELECT a.attname, k.ord FROM idx CROSS JOIN LATERAL unnest(idx.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-    JOIN t ON true JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
-)
-SELECT (SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM cols),
-       coalesce((SELECT string_agg(quote_ident(attname), ', ' ORDER BY ord) FROM keycols), ''),
-       EXISTS (SELECT 1 FROM t),
-       format('%I.%I', :'nsp', :'rel')
-SQL
-
-# verify_table TABLE OUTFILE: compare one table; writes one line
-# "table<TAB>rows_source<TAB>rows_target<TAB>missing<TAB>only<TAB>differing<TAB>itemized"
-# to OUTFILE and the differing keys to OUTFILE.keys ("kind<TAB>key as JSON").
-# Runs in a worker process of its own.
-verify_table() {
-	local table=$1 out=$2 nsp=${1%%.*} rel=${1#*.} shape cols key exists
-	local err=$out.err filter="" pubcols=""
-	# What the publications publish of it: a row filter and the columns
-	# (US-separated: read would merge empty tab-separated fields).
-	IFS=$'\x1f' read -r filter pubcols < <(awk -F '\t' -v s="$nsp" -v t="$rel" \
-		'$1 == s && $2 == t { printf "%s\x1f%s\n", $4, $5; exit }' <<<"$VERIFY_RESOLVED")
-	shape=$(vsql src "$err" < <(psql_set nsp "$nsp" && psql_set rel "$rel" && psql_set cols "$pubcols" &&
-		printf '%s\n' "$VERIFY_SHAPE_SQL")) ||
-		{ printf 'error\t%s\n' "$(psql_error "$err")" >"$out"; return; }
-	local q rowexpr keyexpr keyshow
-	IFS=$'\x1f' read -r cols key exists q <<<"$shape"
-	[[ $exists == t && -n $cols ]] || { printf 'error\ttable %s does not exist on the source\n' "$table" >"$out"; return; }
-	rowexpr="ROW($cols)::text"
-	if [[ -n $key ]]; then
-		keyexpr="ROW($key)::text"
-		# One column: its own text, not a one-field row.
-		[[ $key == *,* ]] || keyexpr="($key)::text"
-		keyshow="to_json($keyexpr)::text"
-	else
-		keyexpr=$rowexpr keyshow="''"
-	fi
-	local base="SELECT md5(convert_to($keyexpr, 'UTF8')) AS kh, md5(convert_to($rowexpr, 'UTF8')) AS rh, $keyshow AS ks FROM $q x"
-	# The source's rows are those the row filter publishes (the source's
-	# own expression, run on the source only).
-	local base_src=$base
-	[[ -z $filter ]] || base_src+=" WHERE $filter"
-	local len=3 prefixes="" level_sql srcf=$out.s tgtf=$out.t
-	local rows_src=0 rows_tgt=0 missing=0 only=0 differing=0 first=1 itemized=1
-	: >"$out.keys"
-	while :; do
-		local where=""
-		[[ -z $prefixes ]] || where="WHERE left(kh, $((len - 3))) = ANY ('{$prefixes}')"
-		level_sql="SELECT left(kh, $len), count(*), sum(('x' || left(rh, 15))::bit(60)::bigint) FROM (%s) r $where GROUP BY 1;"
-		# shellcheck disable=SC2059 # the query is the format
-		printf "$level_sql\n" "$base_src" | vsql src "$err.s" >"$srcf" &
-		local spid=$!
-		# shellcheck disable=SC2059
-		printf "$level_sql\n" "$base" | vsql tgt "$err.t" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
-		wait $spid || { printf 'error\tsource: %s\n' "$(psql_error "$err.s")" >"$out"; return; }
-		local diff
-		# Ranges that differ, and the most rows either side has in them.
-		diff=$(awk -F $'\x1f' -v first="$first" '
-			FILENAME == ARGV[1] { sc[$1] = $2; ss[$1] = $3; if (first) ts += $2; next }
-			{ tc[$1] = $2; tsum[$1] = $3; if (first) tt += $2 }
-			END {
-				for (b in sc) if (!(b in tc) || tc[b] != sc[b] || tsum[b] != ss[b]) d[b] = 1
-				for (b in tc) if (!(b in sc)) d[b] = 1
-				n = 0; rows = 0; list = ""
-				for (b in d) { n++; m = (sc[b] > tc[b] ? sc[b] : tc[b]); rows += m; list = list (list == "" ? "" : ",") b }
-				printf "%d %d %d %d %s\n", ts, tt, n, rows, list
-			}' "$srcf" "$tgtf")
-		local ts tt n rows list
-		read -r ts tt n rows list <<<"$diff"
-		if ((first)); then rows_src=$ts rows_tgt=$tt first=0; fi
-		((n > 0)) || break
-		prefixes=$list
-		if ((rows > VERIFY_ROWS_MAX && n > VERIFY_RANGES_MAX)); then
-			# Too much differs to find every row within bounded memory:
-			# the ranges' counts say how many rows are missing or extra,
-			# each range of equal counts holds one differing row at least.
-			read -r missing only differing < <(awk -F $'\x1f' '
-				FILENAME == ARGV[1] { sc[$1] = $2; ss[$1] = $3; next }
-				{ tc[$1] = $2; tsum[$1] = $3 }
-				END {
-					for (b in sc) { t = (b in tc) ? tc[b] : 0; if (sc[b] > t) m += sc[b] - t; else if (sc[b] == t && tsum[b] != ss[b]) d++ }
-					for (b in tc) { s = (b in sc) ? sc[b] : 0; if (tc[b] > s) o += tc[b] - s }
-					printf "%d %d %d\n", m, o, d
-				}' "$srcf" "$tgtf")
-			itemized=0
-			break
-		fi
-		if ((rows > VERIFY_ROWS_MAX && len < 30)); then
-			len=$((len + 3))
-			continue
-		fi
-		# Few rows left: their key and row hashes, and counts for rows
-		# that are their own key (a table without one).
-		level_sql="SELECT kh, count(*), min(rh), min(ks) FROM (%s) r WHERE left(kh, $len) = ANY ('{$prefixes}') GROUP BY kh;"
-		# shellcheck disable=SC2059
-		printf "$level_sql\n" "$base_src" | vsql src "$err.s" >"$srcf" &
-		spid=$!
-		# shellcheck disable=SC2059
-		printf "$level_sql\n" "$base" | vsql tgt "$err.t" >"$tgtf" || { printf 'error\ttarget: %s\n' "$(psql_error "$err.t")" >"$out"; wait $spid; return; }
-		wait $spid || { printf 'error\tsource: %s\n' "$(psql_error "$err.s")" >"$out"; return; }
-		read -r missing only differing < <(awk -F $'\x1f' -v keys="$out.keys" '
-			FILENAME == ARGV[1] { sc[$1] = $2; sr[$1] = $3; sk[$1] = $4; next }
-			{ tc[$1] = $2; tr[$1] = $3; tk[$1] = $4 }
-			END {
-				for (k in sc) {
-					t = (k in tc) ? tc[k] : 0
-					if (sc[k] > t) { m += sc[k] - t; if (sk[k] != "") print "missing\t" sk[k] > keys }
-					else if (t == sc[k] && tr[k] != sr[k]) { d++; print "differing\t" sk[k] > keys }
-				}
-				for (k in tc) {
-					s = (k in sc) ? sc[k] : 0
-					if (tc[k] > s) { o += tc[k] - s; if (tk[k] != "") print "only\t" tk[k] > keys }
-				}
-				printf "%d %d %d\n", m, o, d
-			}' "$srcf" "$tgtf")
-		break
-	done
-	rm -f "$srcf" "$tgtf" "$err" "$err.s" "$err.t"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$table" "$rows_src" "$rows_tgt" "$missing" "$only" "$differing" "$itemized" >"$out"
+# verify_table_file FILE TABLE...: the tables for pg-verify --tables, in the
+# order given, each as its pg-snapshot-dump --list-tables line (the
+# publications' row filter and column list; names in the stream's
+# escaping, which leaves the configured ones as they are); a table the
+# publications do not publish: schema and name alone. Never a joined list.
+verify_table_file() {
+	local file=$1
+	shift
+	printf '%s\n' "$@" | awk -F '\t' '
+		NR == FNR { if ($0 != "") line[$1 "." $2] = $0; next }
+		$0 in line { print line[$0]; next }
+		{ i = index($0, "."); print substr($0, 1, i - 1) "\t" substr($0, i + 1) }' \
+		<(printf '%s\n' "$VERIFY_RESOLVED") - >"$file"
 }
 
 # --- the command ----------------------------------------------------------------
@@ -400,7 +263,7 @@ verify_catalog() {
 }
 
 cmd_verify() {
-	need_programs pg-slot pg-snapshot-dump pg-walcat pg-apply psql
+	need_programs pg-slot pg-snapshot-dump pg-walcat pg-apply pg-verify psql
 	setup_connections yes
 	trap_stop
 	job_load
@@ -425,32 +288,34 @@ cmd_verify() {
 
 	verify_point
 
-	local started i=0 done_n=0 total=${#tables[@]}
+	local started n=${#tables[@]} i=0 line
 	started=$(now_ms)
 	mkdir -p "$WORK/verify"
-	local -A running=()
-	for t in "${tables[@]}" ""; do
-		# At most --jobs tables at a time, each with one connection a side.
-		while ((${#running[@]} >= jobs)) || [[ -z $t && ${#running[@]} -gt 0 ]]; do
-			local fin=""
-			wait -n -p fin "${!running[@]}"
-			[[ -n $fin ]] || break 2
-			unset "running[$fin]"
-			done_n=$((done_n + 1))
-			log_info "verify: $done_n of $total tables compared"
-		done
-		[[ -n $t && -z $STOP_SIGNAL ]] || break
-		(trap - INT TERM HUP && close_lock && verify_table "$t" "$WORK/verify/$i") &
-		running[$!]=$t
-		i=$((i + 1))
-	done
-	local pid
-	for pid in "${!running[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid"; done
+	verify_table_file "$WORK/verify/tables" "${tables[@]}"
+	# At most --jobs tables at a time, each with one session a side; one
+	# line a table on stdout (split into verify/N for verify_report), the
+	# keys in verify/N.keys.
+	spawn pg-verify - "$WORK/verify/results" pg-verify --source "$SRC" --target "$TGT" \
+		--source-snapshot "$VERIFY_SRC_SNAP" --target-snapshot "$VERIFY_TGT_SNAP" \
+		--tables "$WORK/verify/tables" --keys-dir "$WORK/verify" --jobs "$jobs" --log-level "$LOG_LEVEL_NAME"
+	# 0 identical, 5 different, 1 a table failed: each has its line.
+	supervise $(($(now_ms) + 7 * 86400000)) "pg-verify:$SPAWN_PID" || [[ $SUP_RESULT == failed && ($SUP_RC == 1 || $SUP_RC == 5) ]] || {
+		verify_release
+		((VERIFY_RUNNING)) || verify_files_clear
+		[[ -z $STOP_SIGNAL ]] || die $EX_RUNTIME "verify interrupted by SIG$STOP_SIGNAL"
+		die $EX_RUNTIME "cannot compare the tables: pg-verify ${SUP_RESULT/failed/exited with status $SUP_RC}: $(child_lasterr pg-verify || echo "no message")"
+	}
 	verify_release
 	# run clears the files of a running job's verify itself.
 	((VERIFY_RUNNING)) || verify_files_clear
 	[[ -z $STOP_SIGNAL ]] || die $EX_RUNTIME "verify interrupted by SIG$STOP_SIGNAL"
-	verify_report "$i" "$(($(now_ms) - started))"
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >"$WORK/verify/$i"
+		i=$((i + 1))
+	done <"$WORK/verify/results"
+	# A pg-verify that ended early (exit 1) left the rest without a line.
+	for (( ; i < n; i++)); do printf 'error\tno result from pg-verify\n' >"$WORK/verify/$i"; done
+	verify_report "$n" "$(($(now_ms) - started))"
 }
 
 # verify_report N ELAPSED_MS: print the results, record them in pgsync.job,
