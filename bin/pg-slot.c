@@ -9,6 +9,8 @@
 #include "common.h"
 #include "conn.h"
 #include "cli.h"
+#include "identity.h"
+#include "lineage.h"
 #include "ownserver.h"
 #include "log.h"
 #include "lsn.h"
@@ -663,6 +665,30 @@ cmd_lineage(const struct opts *o)
 
 	if (!conn_identify_system(repl, &id, &err))
 		pgerr_fatal(EXIT_RUNTIME, "cannot identify the source system", &err);
+	/* Another timeline first, by pg-walcat's rule (lineage.h): a later one
+	 * that holds what the job took is its history; an earlier one is not
+	 * the job's primary (an old primary come back); another branch is
+	 * continuity lost. */
+	if (o->timeline != 0 && id.timeline != o->timeline && identity_same(o->sysid, 0, id.sysid, id.timeline, why, sizeof(why)))
+	{
+		struct lineage hist;
+		char judged[512];
+
+		if (!lineage_read(repl, id.timeline, &hist, &err))
+			pgerr_fatal(EXIT_RUNTIME, "cannot read the source's timeline history", &err);
+		switch (lineage_judge(o->timeline, o->taken, &hist, judged, sizeof(judged)))
+		{
+			case LINEAGE_SAME:
+			case LINEAGE_FOLLOWS:
+				break;
+			case LINEAGE_BEHIND:
+				identity_other(why, sizeof(why), "system identifier %s on timeline %u, the job's is on timeline %u",
+							   id.sysid, id.timeline, o->timeline);
+				log_fatal(EXIT_CONTINUITY, "%s", why);
+			case LINEAGE_DIVERGED:
+				log_fatal(EXIT_CONTINUITY, "%s: resync required", judged);
+		}
+	}
 	PQfinish(repl);
 	found = read_slot(conn, o->slot, &s) == SLOT_FOUND;
 	PQfinish(conn);
