@@ -2,6 +2,8 @@
 # Flags changed since the last build (make sanitize, CC=clang) rebuild all.
 
 PREFIX ?= /usr/local
+# systemd reads /usr/local/lib/systemd/system too; Debian 12 wants /lib/systemd/system.
+SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
 CC ?= cc
 OPT ?= -O2 -g
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -35,7 +37,7 @@ all: $(PROGS)
 # Rebuild everything when the compiler or flags change.
 build/.flags: FORCE
 	@mkdir -p build
-	@echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDLIBS_ALL)' > $@
+	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS) $(LDLIBS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS) $(LDLIBS_ALL)' > $@
 
 build/lib/%.o: lib/%.c $(LIB_HDR) build/.flags
 	@mkdir -p $(dir $@)
@@ -47,7 +49,7 @@ build/libpgsync.a: $(LIB_OBJ)
 	ar rcs $@ $(LIB_OBJ)
 
 bin/%: bin/%.c build/libpgsync.a $(LIB_HDR) build/.flags
-	$(CC) $(CFLAGS_ALL) -o $@ $< build/libpgsync.a $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< build/libpgsync.a $(LDLIBS_ALL)
 
 build/unit/%: test/unit/%.c test/unit/unit.h build/libpgsync.a build/.flags
 	@mkdir -p build/unit
@@ -97,12 +99,20 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench $(if $(QUICK),--quick)
 
+# The systemd units name the programs by their installed path.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(PROGS) bin/pgsync scripts/archive-segment $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 doc/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/lib/pgsync
 	install -m 644 lib/pgsync/*.sh $(DESTDIR)$(PREFIX)/lib/pgsync/
+	install -d $(DESTDIR)$(SYSTEMDDIR)
+	for u in scripts/systemd/*.service scripts/systemd/*.timer; do \
+		sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$u" >$(DESTDIR)$(SYSTEMDDIR)/$${u##*/} && \
+		chmod 644 $(DESTDIR)$(SYSTEMDDIR)/$${u##*/} || exit 1; \
+	done
+	install -d $(DESTDIR)$(PREFIX)/share/pgsync/monitoring
+	install -m 644 monitoring/* $(DESTDIR)$(PREFIX)/share/pgsync/monitoring/
 
 clean:
 	rm -rf build $(PROGS)
