@@ -141,3 +141,33 @@ EOF
 teardown_file() {
 	cluster_stop_all
 }
+
+@test "under systemd each line reaches the journal with its level: a syslog priority prefix only when stderr is the journal's stream" {
+	local d=$BATS_FILE_TMPDIR log
+	log=$d/journal.log
+	: >"$log"
+	# The journal's stream is a socket whose device:inode systemd passes as
+	# JOURNAL_STREAM; a file stands in for it here.
+	psql_at src -c 'CREATE TABLE "JrT" (id serial PRIMARY KEY, v text); INSERT INTO "JrT" (v) VALUES ($$a$$);
+		CREATE PUBLICATION jr_pub FOR TABLE "JrT"'
+	# The roles of the job before (the target's pgsync schema is theirs).
+	lp_source_role st_src JrT
+	lp_target_role st_tgt
+	job_conf j jr_slot jr_pub public.JrT >/dev/null
+	JOURNAL_STREAM=$(stat -L -c '%d:%i' "$log") pgs j --log debug bootstrap 2>>"$log" || {
+		cat "$log"
+		return 1
+	}
+	JOURNAL_STREAM=$(stat -L -c '%d:%i' "$log") pgsync -c "$d/missing.conf" check 2>>"$log" || true
+	cat "$log"
+	# pgsync's own lines, its children's (relayed), and pgsync-config's
+	# (which writes to the journal itself), at their levels.
+	grep -q '^<6>pgsync: bootstrap of job j complete' "$log"
+	grep -q '^<6>pg-snapshot-dump: copied public.JrT' "$log"
+	grep -q '^<7>pg-[a-z-]*: debug: ' "$log"
+	grep -q '^<3>pgsync: error: ' "$log"
+	! grep -v '^<[3467]>' "$log"
+	# The variable inherited, stderr elsewhere: plain lines.
+	run env JOURNAL_STREAM="$(stat -L -c '%d:%i' "$log")" pgsync -c "$d/missing.conf" check
+	[[ ${lines[0]} == "pgsync: error: "* ]]
+}
