@@ -30,7 +30,7 @@ UNIT_BIN := $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard test/fuzz/*_fuzz.c)
 
 .SECONDARY:
-.PHONY: all check unit bats sanitize demo bench install clean deps check-versions fuzz FORCE
+.PHONY: all check unit bats sanitize demo bench install deb clean deps check-versions fuzz FORCE
 
 all: $(PROGS)
 
@@ -113,6 +113,15 @@ install: all
 	done
 	install -d $(DESTDIR)$(PREFIX)/share/pgsync/monitoring
 	install -m 644 monitoring/* $(DESTDIR)$(PREFIX)/share/pgsync/monitoring/
+
+# A Debian package, built by debhelper from debian/ in a copy of the tree:
+# build/deb/pgsync_<version>_<arch>.deb (scripts/install-deps --deb first).
+deb:
+	@scripts/install-deps --deb
+	rm -rf build/deb && mkdir -p build/deb/src
+	tar -c --exclude=./build --exclude=./.git --exclude='./test' . | tar -x -C build/deb/src
+	cd build/deb/src && dpkg-buildpackage -b --no-sign
+	@ls build/deb/*.deb
 
 clean:
 	rm -rf build $(PROGS)
