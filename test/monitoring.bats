@@ -114,7 +114,7 @@ free_port() {
 }
 
 prom_query() {
-	curl -fsS --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
+	curl -fsS --max-time 20 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
 }
 
 # has_data EXPR: the instant query returns at least one series.
@@ -178,8 +178,12 @@ EOF
 	}
 	echo "scrapes: $(prom_query 'sum_over_time(up[10m])' | jq -r '.data.result[0].value[1]') up of $(prom_query 'count_over_time(up[10m])' | jq -r '.data.result[0].value[1]')" >&3
 	# The rules load and evaluate without error, and none fires.
-	run curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/rules"
-	[ "$status" -eq 0 ]
+	run curl -sS --max-time 20 "http://127.0.0.1:$PROM_PORT/api/v1/rules"
+	[ "$status" -eq 0 ] || {
+		echo "$output"
+		tail -n 20 "$d/prometheus.log"
+		return 1
+	}
 	echo "$output" | jq -e '[.data.groups[].rules[]] | length == 11 and all(.health == "ok")'
 	echo "$output" | jq -e '[.data.groups[].rules[] | select(.state != "inactive")] | length == 0'
 	# A job in ERROR: the alert goes pending (for: 2m).
