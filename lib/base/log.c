@@ -23,7 +23,8 @@ static const char *const journal_prio[] = {"<7>", "<6>", "<4>", "<3>"};
  * at the start of a line as the line's level (SyslogLevelPrefix=, on by
  * default). JOURNAL_STREAM (device:inode) says which stream is the
  * journal's: a program that inherited the variable with stderr elsewhere (a
- * pipe to pgsync, which adds the prefix itself) writes plain lines.
+ * pipe to pgsync, which adds the prefix itself) writes plain lines. bin/pgsync
+ * follows the same rule for its own lines.
  */
 static bool
 stderr_is_journal(void)
