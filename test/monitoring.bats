@@ -104,6 +104,17 @@ used_series() {
 	}
 }
 
+@test "the dashboard is a Grafana dashboard: unique panel ids, panels inside the 24-column grid without overlap, every query on the data source variable" {
+	local db=$MON/pgsync-dashboard.json
+	jq -e '.uid == "pgsync" and (.templating.list | map(.name) | index("datasource") != null and index("job") != null)' "$db"
+	jq -e '[.panels[].id] | length == (unique | length)' "$db"
+	jq -e 'all(.panels[]; .gridPos.x >= 0 and .gridPos.w > 0 and .gridPos.x + .gridPos.w <= 24)' "$db"
+	jq -e 'all(.panels[]; .datasource.uid == "${datasource}" and (.targets | length > 0)
+		and all(.targets[]; .datasource.uid == "${datasource}" and (.refId | length > 0) and (.expr | length > 0)))' "$db"
+	# No two panels share a cell of the grid.
+	[ "$(jq -r '.panels[] | .gridPos as $g | range($g.x; $g.x + $g.w) as $x | range($g.y; $g.y + $g.h) as $y | "\($x),\($y)"' "$db" | sort | uniq -d)" = "" ]
+}
+
 free_port() {
 	local p
 	while :; do
