@@ -2,6 +2,8 @@
 # Flags changed since the last build (make sanitize, CC=clang) rebuild all.
 
 PREFIX ?= /usr/local
+# systemd reads /usr/local/lib/systemd/system too; Debian 12 wants /lib/systemd/system.
+SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
 CC ?= cc
 OPT ?= -O2 -g
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -44,13 +46,13 @@ UNIT_BIN := $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard test/fuzz/*_fuzz.c)
 
 .SECONDARY:
-.PHONY: layer-flags all check unit bats sanitize demo bench install clean deps check-versions fuzz FORCE
+.PHONY: layer-flags all check unit bats sanitize demo bench install deb clean deps check-versions fuzz FORCE
 
 all: $(PROGS)
 
 # Rebuild everything when the compiler, the flags or the set of modules
 # change (a module moved away must leave the archive).
-BUILD_ID = $(CC) $(CFLAGS_ALL) $(LDLIBS_ALL) $(LIB_OBJ) $(APPLY_PROG_OBJ)
+BUILD_ID = $(CC) $(CFLAGS_ALL) $(LDFLAGS) $(LDLIBS_ALL) $(LIB_OBJ) $(APPLY_PROG_OBJ)
 build/.flags: FORCE
 	@mkdir -p build
 	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' > $@
@@ -71,7 +73,7 @@ build/bin/apply/%.o: bin/apply/%.c $(APPLY_PROG_HDR) $(LIB_HDR) build/.flags
 # The link map tells which modules each program links (scripts/layering).
 bin/pg-apply: $(APPLY_PROG_OBJ) $(APPLY_PROG_HDR)
 bin/%: bin/%.c build/libpgsync.a $(LIB_HDR) build/.flags
-	$(CC) $(CFLAGS_ALL) -I bin/apply -o $@ $< $(filter build/bin/%.o,$^) build/libpgsync.a $(LDLIBS_ALL) -Wl,-Map,build/$*.map
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -I bin/apply -o $@ $< $(filter build/bin/%.o,$^) build/libpgsync.a $(LDLIBS_ALL) -Wl,-Map,build/$*.map
 
 # The include flags of lib/$(DIR)'s modules, for test/layering.bats.
 layer-flags:
@@ -125,12 +127,29 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench $(if $(QUICK),--quick)
 
+# The systemd units name the programs by their installed path.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(PROGS) bin/pgsync scripts/archive-segment $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 doc/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/lib/pgsync
 	install -m 644 lib/pgsync/*.sh $(DESTDIR)$(PREFIX)/lib/pgsync/
+	install -d $(DESTDIR)$(SYSTEMDDIR)
+	for u in scripts/systemd/*.service scripts/systemd/*.timer; do \
+		sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$u" >$(DESTDIR)$(SYSTEMDDIR)/$${u##*/} && \
+		chmod 644 $(DESTDIR)$(SYSTEMDDIR)/$${u##*/} || exit 1; \
+	done
+	install -d $(DESTDIR)$(PREFIX)/share/pgsync/monitoring
+	install -m 644 monitoring/* $(DESTDIR)$(PREFIX)/share/pgsync/monitoring/
+
+# A Debian package, built by debhelper from debian/ in a copy of the tree:
+# build/deb/pgsync_<version>_<arch>.deb (scripts/install-deps --deb first).
+deb:
+	@scripts/install-deps --deb
+	rm -rf build/deb && mkdir -p build/deb/src
+	tar -c --exclude=./build --exclude=./.git --exclude='./test' . | tar -x -C build/deb/src
+	cd build/deb/src && dpkg-buildpackage -b --no-sign
+	@ls build/deb/*.deb
 
 clean:
 	rm -rf build $(PROGS)

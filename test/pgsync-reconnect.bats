@@ -49,7 +49,7 @@ apply_pid() {
 	run pgs rc status --json
 	echo "$output" | jq -e '.heartbeat.reconnects >= 1'
 	run pgs rc status --prometheus
-	[[ $output == *'pgsync_reconnects_total{job="rc"} '[1-9]* ]]
+	[[ $output == *'pgsync_reconnects_total{pgsync_job="rc"} '[1-9]* ]]
 	grep -q "pg-apply: reconnected to the target" "$(current_run_log)"
 	stop_run TERM
 	[ "$RUN_STATUS" -eq 0 ]

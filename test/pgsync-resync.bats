@@ -155,8 +155,8 @@ slot_lost() {
 	[[ $output == *"pgsync: error: job r4 requires a resync: replication slot r4_slot confirmed $confirmed, beyond the target's applied position $applied: the changes in between are gone from the slot"* ]]
 	[ "$(psql_at tgt -c "SELECT count(*) FROM r4_t WHERE id = 1000")" = 0 ]
 	run pgs r4 status --prometheus
-	[[ $output == *'pgsync_state{job="r4",state="RESYNC_REQUIRED"} 1'* ]]
-	[[ $output == *'pgsync_resync_required{job="r4"} 1'* ]]
+	[[ $output == *'pgsync_state{pgsync_job="r4",state="RESYNC_REQUIRED"} 1'* ]]
+	[[ $output == *'pgsync_resync_required{pgsync_job="r4"} 1'* ]]
 }
 
 sysid_of() {

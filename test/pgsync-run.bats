@@ -97,14 +97,14 @@ heartbeat_running() {
 	run pgs rn status --prometheus
 	[ "$status" -eq 0 ]
 	[[ $output == *$'# HELP pgsync_state Job state: 1 for the current state, 0 for the others.\n# TYPE pgsync_state gauge\n'* ]]
-	[[ $output == *$'\npgsync_state{job="rn",state="STREAMING"} 1\n'* ]]
-	[[ $output == *$'\npgsync_state{job="rn",state="ERROR"} 0\n'* ]]
-	[[ $output == *$'\npgsync_resync_required{job="rn"} 0\n'* ]]
-	[[ $output == *$'\npgsync_heartbeat_stale{job="rn"} 0\n'* ]]
-	[[ $output == *$'\npgsync_snapshot_tables_done{job="rn"} 2\n'* ]]
-	[[ $output == *$'\n# TYPE pgsync_transactions_total counter\npgsync_transactions_total{job="rn"} '* ]]
+	[[ $output == *$'\npgsync_state{pgsync_job="rn",state="STREAMING"} 1\n'* ]]
+	[[ $output == *$'\npgsync_state{pgsync_job="rn",state="ERROR"} 0\n'* ]]
+	[[ $output == *$'\npgsync_resync_required{pgsync_job="rn"} 0\n'* ]]
+	[[ $output == *$'\npgsync_heartbeat_stale{pgsync_job="rn"} 0\n'* ]]
+	[[ $output == *$'\npgsync_snapshot_tables_done{pgsync_job="rn"} 2\n'* ]]
+	[[ $output == *$'\n# TYPE pgsync_transactions_total counter\npgsync_transactions_total{pgsync_job="rn"} '* ]]
 	# Every sample line is "name{labels} number".
-	echo "$output" | grep -v '^#' | grep -qvE '^pgsync_[a-z_]+\{job="rn"(,state="[A-Z_]+")?\} -?[0-9.e+]+$' && return 1
+	echo "$output" | grep -v '^#' | grep -qvE '^pgsync_[a-z_]+\{pgsync_job="rn"(,state="[A-Z_]+")?\} -?[0-9.e+]+$' && return 1
 	[ "$(echo "$output" | grep -c '^# TYPE ')" = "$(echo "$output" | grep -c '^# HELP ')" ]
 }
 
@@ -124,12 +124,12 @@ runtime_conn() {
 	[ "$status" -eq 0 ]
 	echo "$output" | jq -e '.connection_state == "reconnecting" and .heartbeat.reconnects == 1 and .source.reachable == false'
 	run pgs rn status --prometheus
-	[[ $output == *$'\npgsync_connected{job="rn"} 0\n'* ]]
+	[[ $output == *$'\npgsync_connected{pgsync_job="rn"} 0\n'* ]]
 	cluster_start src
 	wait_until 60 runtime_conn connected/2
 	run pgs rn status --prometheus
-	[[ $output == *$'\npgsync_connected{job="rn"} 1\n'* ]]
-	[[ $output == *$'\npgsync_reconnects_total{job="rn"} 2\n'* ]]
+	[[ $output == *$'\npgsync_connected{pgsync_job="rn"} 1\n'* ]]
+	[[ $output == *$'\npgsync_reconnects_total{pgsync_job="rn"} 2\n'* ]]
 	# And nothing was lost on the way.
 	psql_at src -c "INSERT INTO rn_a VALUES (100001, 'after the outage', 1)"
 	wait_until 20 applied_reaches rn
@@ -244,7 +244,7 @@ runtime_conn() {
 	run pgs rn status
 	[[ $output == *"STALE: the process is probably gone"* ]]
 	run pgs rn status --prometheus
-	[[ $output == *'pgsync_heartbeat_stale{job="rn"} 1'* ]]
+	[[ $output == *'pgsync_heartbeat_stale{pgsync_job="rn"} 1'* ]]
 }
 
 @test "the WAL monitor logs retained WAL every interval and warns above the alarm (action warn)" {

@@ -5,14 +5,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char *progname = "pgsync";
 static enum log_level min_level = LOG_INFO;
 static bool json_mode = false;
+static bool journal = false;
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};
+/* syslog priorities: debug, info, warning, err */
+static const char *const journal_prio[] = {"<7>", "<6>", "<4>", "<3>"};
+
+/*
+ * Under systemd stderr is the journal, which reads a "<N>" syslog priority
+ * at the start of a line as the line's level (SyslogLevelPrefix=, on by
+ * default). JOURNAL_STREAM (device:inode) says which stream is the
+ * journal's: a program that inherited the variable with stderr elsewhere (a
+ * pipe to pgsync, which adds the prefix itself) writes plain lines. bin/pgsync
+ * follows the same rule for its own lines.
+ */
+static bool
+stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+		   dev == (unsigned long long) st.st_dev && ino == (unsigned long long) st.st_ino;
+}
 
 void
 log_init(const char *name)
@@ -20,6 +43,7 @@ log_init(const char *name)
 	const char *slash = strrchr(name, '/');
 
 	progname = slash ? slash + 1 : name;
+	journal = stderr_is_journal();
 }
 
 const char *
@@ -67,6 +91,7 @@ static void
 emit(enum log_level level, const char *fmt, va_list ap)
 {
 	char msg[4096];
+	const char *prio = journal ? journal_prio[level] : "";
 	size_t n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -89,14 +114,14 @@ emit(enum log_level level, const char *fmt, va_list ap)
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 		json_escape(esc, sizeof(esc), msg);
 		flockfile(stderr);
-		fprintf(stderr, "{\"time\":\"%s.%06ldZ\",\"program\":\"%s\",\"pid\":%ld,\"level\":\"%s\",\"msg\":\"%s\"}\n",
-				when, ts.tv_nsec / 1000, progname, (long) getpid(), level_names[level], esc);
+		fprintf(stderr, "%s{\"time\":\"%s.%06ldZ\",\"program\":\"%s\",\"pid\":%ld,\"level\":\"%s\",\"msg\":\"%s\"}\n",
+				prio, when, ts.tv_nsec / 1000, progname, (long) getpid(), level_names[level], esc);
 		funlockfile(stderr);
 	}
 	else if (level == LOG_INFO)
-		fprintf(stderr, "%s: %s\n", progname, msg);
+		fprintf(stderr, "%s%s: %s\n", prio, progname, msg);
 	else
-		fprintf(stderr, "%s: %s: %s\n", progname, level_names[level], msg);
+		fprintf(stderr, "%s%s: %s: %s\n", prio, progname, level_names[level], msg);
 	fflush(stderr);
 }
 

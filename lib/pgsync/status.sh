@@ -188,6 +188,9 @@ SELECT CASE :'format'
                     v #>> '{verification,verified_at}', v #>> '{verification,verified_lsn}')
         ELSE 'never (pgsync verify)' END)
   ELSE (
+    -- Base units (_seconds, _bytes), counters end in _total. The label is
+    -- pgsync_job, not job: Prometheus sets job to the scrape job's name and
+    -- would rename ours to exported_job.
     WITH m(name, help, type, value) AS (VALUES
       ('pgsync_state', 'Job state: 1 for the current state, 0 for the others.', 'gauge', NULL),
       ('pgsync_resync_required', 'Whether the job needs a resync (cleanup and bootstrap).', 'gauge', ((v ->> 'resync_required')::boolean)::int::numeric),
@@ -197,7 +200,7 @@ SELECT CASE :'format'
       ('pgsync_applied_lsn_bytes', 'Applied source position as a byte offset.', 'gauge', pg_wal_lsn_diff((v #>> '{positions,applied_lsn}')::pg_lsn, '0/0')),
       ('pgsync_lag_bytes', 'Bytes of source WAL not yet applied.', 'gauge', (v #>> '{lag,bytes}')::numeric),
       ('pgsync_lag_seconds', 'Seconds since the commit time of the last applied source transaction.', 'gauge', (v #>> '{lag,seconds}')::numeric),
-      ('pgsync_snapshot_tables_total', 'Tables in the snapshot.', 'gauge', (v #>> '{snapshot,tables_total}')::numeric),
+      ('pgsync_snapshot_tables', 'Tables in the snapshot.', 'gauge', (v #>> '{snapshot,tables_total}')::numeric),
       ('pgsync_snapshot_tables_done', 'Tables copied completely.', 'gauge', (v #>> '{snapshot,tables_done}')::numeric),
       ('pgsync_snapshot_rows', 'Rows copied by the snapshot so far.', 'gauge', (v #>> '{snapshot,rows}')::numeric),
       ('pgsync_snapshot_bytes', 'Bytes copied by the snapshot so far.', 'gauge', (v #>> '{snapshot,bytes}')::numeric),
@@ -221,9 +224,9 @@ SELECT CASE :'format'
       SELECT row_number() OVER () AS ord, concat_ws(E'\n',
         format('# HELP %s %s', m.name, m.help), format('# TYPE %s %s', m.name, m.type),
         CASE WHEN m.name = 'pgsync_state' THEN
-          (SELECT string_agg(format('pgsync_state{job="%s",state="%s"} %s', v ->> 'job', st.s,
+          (SELECT string_agg(format('pgsync_state{pgsync_job="%s",state="%s"} %s', v ->> 'job', st.s,
                   (st.s = v ->> 'state')::int), E'\n') FROM states st)
-        WHEN m.value IS NOT NULL THEN format('%s{job="%s"} %s', m.name, v ->> 'job', m.value) END) AS block
+        WHEN m.value IS NOT NULL THEN format('%s{pgsync_job="%s"} %s', m.name, v ->> 'job', m.value) END) AS block
         FROM m
     ) b)
 END
