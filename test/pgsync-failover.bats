@@ -107,7 +107,7 @@ applied_on() {
 	PGSYNC_STANDBY_URLS="$sb" run pgs fo status --json
 	jq -e '.failover.ready == true and .failover.standbys[0].ready == true' <<<"$output"
 	PGSYNC_STANDBY_URLS="$sb" run pgs fo status --prometheus
-	[[ $output == *$'\npgsync_failover_ready{job="fo",standby="'"$(cluster_url stby)"'"} 1'* ]]
+	[[ $output == *$'\npgsync_failover_ready{pgsync_job="fo",standby="'"$(cluster_url stby)"'"} 1'* ]]
 	[[ $output != *sekrit* ]]
 	sleep 3
 	local before rows_before t0 t1 switch
@@ -314,7 +314,7 @@ applied_on() {
 	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod status
 	[[ $output == *"failover:        NOT ready to $sb: sync_replication_slots is off"* ]]
 	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod status --prometheus
-	[[ $output == *$'\npgsync_failover_ready{job="fod",standby="'"$sb"'"} 0'* ]]
+	[[ $output == *$'\npgsync_failover_ready{pgsync_job="fod",standby="'"$sb"'"} 0'* ]]
 	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod status --json
 	jq -e '.failover.ready == false and (.failover.standbys[0].reason | startswith("sync_replication_slots is off"))' <<<"$output"
 	# A slot of the job's name made on the standby blocks every slot's sync.

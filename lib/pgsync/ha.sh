@@ -255,7 +255,7 @@ SQL
 		printf '# HELP pgsync_failover_ready Whether a promotion of the standby now would keep the job (1) or end it with a resync (0).\n# TYPE pgsync_failover_ready gauge\n'
 		while IFS=$'\x1f' read -r display level msg; do
 			display=${display//\\/\\\\}
-			printf 'pgsync_failover_ready{job="%s",standby="%s"} %d\n' "$JOB" "${display//\"/\\\"}" "$([[ $level == true ]] && echo 1 || echo 0)"
+			printf 'pgsync_failover_ready{pgsync_job="%s",standby="%s"} %d\n' "$JOB" "${display//\"/\\\"}" "$([[ $level == true ]] && echo 1 || echo 0)"
 		done < <(tr '\036' '\n' <<<"$entries")
 		;;
 	*)
