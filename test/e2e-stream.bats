@@ -8,6 +8,9 @@
 # cloned from a template, loaded with the source rows as of the slot's
 # creation (the role pg-snapshot-dump plays in production).
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow
+
 load lib/cluster
 bats_require_minimum_version 1.5.0
 

@@ -3,6 +3,9 @@
 # "→" stands for TAB, as in formats/stream-v1.md. Every test uses its own
 # tables and job (slot) names, so tests are independent of each other.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow
+
 load lib/cluster
 bats_require_minimum_version 1.5.0
 

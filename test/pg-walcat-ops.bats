@@ -4,6 +4,9 @@
 # positions, limits, errors that end a run, and an independent cross-check
 # against pg_recvlogical with test_decoding.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow
+
 load lib/cluster
 load lib/slot
 bats_require_minimum_version 1.5.0
