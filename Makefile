@@ -71,7 +71,7 @@ bats: all
 #                minutes on 2 cores); what CI runs
 #   check-world  check-versions (every major), sanitize, soak and chaos-long:
 #                hours, before a release
-FAST_TESTS := test/cli.bats test/pgsync-config.bats test/bench.bats test/structure.bats
+FAST_TESTS := test/cli.bats test/pgsync-config.bats test/bench.bats test/structure.bats test/runner.bats
 
 check-fast: deps
 	@$(MAKE) --no-print-directory all
@@ -85,9 +85,9 @@ check: deps
 
 # The long variants of the tests that take a size from the environment
 # (each file says what its variables do; make check runs their defaults).
-SOAK_VARS = CHUNKED_SEEDS="$$(seq -s ' ' 1 40)" INTEGRITY_FLIPS=1000 \
-	FAULTS=20 COPY_FAULTS=5 DURATION=120
-SOAK_TESTS := test/pgsync-chunked.bats test/stream-integrity.bats test/chaos.bats
+SOAK_VARS = CHUNKED_SEEDS="$$(seq -s ' ' 1 40)" RANDOM_STREAM_SEEDS="$$(seq -s ' ' 1 40)" \
+	INTEGRITY_FLIPS=1000 FAULTS=20 COPY_FAULTS=5 DURATION=120
+SOAK_TESTS := test/pgsync-chunked.bats test/pg-apply.bats test/stream-integrity.bats test/chaos.bats
 soak: deps
 	@$(MAKE) --no-print-directory all
 	@env $(SOAK_VARS) $(MAKE) --no-print-directory bats TESTS="$(SOAK_TESTS)"
