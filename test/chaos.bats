@@ -6,7 +6,7 @@
 # modes and checks that its invariant checker can fail.
 
 # One of the longest files: started first (test/run-bats).
-# run-bats: slow
+# run-bats: slow 2
 
 load lib/cluster
 

@@ -7,7 +7,7 @@
 # else 15 and 18; every case runs on each major it is valid on.
 
 # One of the longest files: started first (test/run-bats).
-# run-bats: slow
+# run-bats: slow 2
 
 load lib/cluster
 load lib/conformance

@@ -9,7 +9,7 @@
 # creation (the role pg-snapshot-dump plays in production).
 
 # One of the longest files: started first (test/run-bats).
-# run-bats: slow
+# run-bats: slow 2
 
 load lib/cluster
 bats_require_minimum_version 1.5.0

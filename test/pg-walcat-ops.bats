@@ -5,7 +5,7 @@
 # against pg_recvlogical with test_decoding.
 
 # One of the longest files: started first (test/run-bats).
-# run-bats: slow
+# run-bats: slow 2
 
 load lib/cluster
 load lib/slot
