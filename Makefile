@@ -46,7 +46,7 @@ UNIT_BIN := $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard test/fuzz/*_fuzz.c)
 
 .SECONDARY:
-.PHONY: layer-flags all check unit bats sanitize demo bench install deb clean deps check-versions fuzz FORCE
+.PHONY: layer-flags all check check-fast check-world soak chaos-long unit bats sanitize demo bench install deb clean deps check-versions fuzz FORCE
 
 all: $(PROGS)
 
@@ -89,14 +89,53 @@ deps:
 unit: $(UNIT_BIN)
 	@test/run-unit $(UNIT_BIN)
 
+# The bats files, JOBS at a time (test/run-bats; serial ones last).
 bats: all
-	@test/run-bats $(BATS_FLAGS) $(or $(TESTS),test/*.bats)
+	@test/run-bats $(if $(JOBS),-j $(JOBS)) $(BATS_FLAGS) $(or $(TESTS),test/*.bats)
 
-# Everything: unit tests, then the end-to-end suite against real servers.
+# The tiers (README, "Tests"):
+#   check-fast   no server: the unit tests and the bats files that start
+#                none (options, configuration, usage; under 2 minutes)
+#   check        the unit tests, then every bats file against real servers
+#                on the default major, several files at a time (under 10
+#                minutes on 2 cores); what CI runs
+#   check-world  check-versions (every major), sanitize, soak and chaos-long:
+#                hours, before a release
+FAST_TESTS := test/cli.bats test/pgsync-config.bats test/bench.bats test/structure.bats test/runner.bats \
+	test/layering.bats test/rules.bats
+
+check-fast: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory bats TESTS="$(FAST_TESTS)"
+
 check: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory bats
+
+# The long variants of the tests that take a size from the environment
+# (each file says what its variables do; make check runs their defaults).
+SOAK_VARS = CHUNKED_SEEDS="$$(seq -s ' ' 1 40)" RANDOM_STREAM_SEEDS="$$(seq -s ' ' 1 40)" \
+	INTEGRITY_FLIPS=1000 FAULTS=20 COPY_FAULTS=5 DURATION=120
+SOAK_TESTS := test/pgsync-chunked.bats test/pg-apply.bats test/stream-integrity.bats test/chaos.bats
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@env $(SOAK_VARS) $(MAKE) --no-print-directory bats TESTS="$(SOAK_TESTS)"
+
+# test/chaos at length, in both modes (about 16 minutes each).
+chaos-long: deps
+	@$(MAKE) --no-print-directory all
+	@status=0; for mode in pipe pgsync; do \
+		CHAOS_MODE=$$mode FAULTS=110 DURATION=900 test/chaos || status=1; \
+	done; exit $$status
+
+# Every tier, each run even when one before it failed.
+check-world: deps
+	@status=0; for t in check-versions sanitize soak chaos-long; do \
+		echo "== make $$t"; \
+		$(MAKE) --no-print-directory $$t || status=1; \
+	done; exit $$status
 
 # Every test on every supported major: clusters default to that major
 # (PGSYNC_PG_MAJOR for pg-cluster, PGSYNC_MAJOR for tests that pass --major).
@@ -107,7 +146,8 @@ check-versions: deps
 	@$(MAKE) --no-print-directory unit
 	@status=0; for m in $(MAJORS); do \
 		echo "== PostgreSQL $$m"; \
-		PGSYNC_MAJOR=$$m PGSYNC_PG_MAJOR=$$m bats $(BATS_FLAGS) $(or $(TESTS),test/*.bats) || status=1; \
+		PGSYNC_MAJOR=$$m PGSYNC_PG_MAJOR=$$m test/run-bats $(if $(JOBS),-j $(JOBS)) $(BATS_FLAGS) \
+			$(or $(TESTS),test/*.bats) || status=1; \
 	done; exit $$status
 
 sanitize: deps

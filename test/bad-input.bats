@@ -8,6 +8,7 @@
 
 bats_require_minimum_version 1.5.0
 load lib/cluster
+load lib/slot
 
 setup_file() {
 	cluster_start src
@@ -30,15 +31,6 @@ teardown() {
 
 src() { psql_at src "$@"; }
 tgt() { psql_at tgt "$@"; }
-
-lsn_num() {
-	local hi=${1%/*} lo=${1#*/}
-	echo $(((16#$hi << 32) | 16#$lo))
-}
-
-confirmed() {
-	src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$1'"
-}
 
 applied() {
 	tgt -c "SELECT applied_lsn FROM pgsync.job WHERE job = '$1'"

@@ -3,6 +3,10 @@
 # PGSYNC_BENCH_SMOKE=1) the shape of a --quick run's results. Benchmarks
 # report; nothing here asserts a time or a ratio.
 
+# With PGSYNC_BENCH_SMOKE=1 this file times a benchmark, which files run
+# beside it would slow down: it runs alone (test/run-bats).
+# run-bats: serial
+
 bats_require_minimum_version 1.5.0
 load lib/common
 

@@ -50,19 +50,6 @@ schema() {
 		psql -X -q -v ON_ERROR_STOP=1 -d "$tgt_URL" >/dev/null
 }
 
-# same_tables TABLE...: every table has the same checksum on both sides.
-same_tables() {
-	local t a b
-	for t in "$@"; do
-		a=$(table_checksum "$src_URL" "$t")
-		b=$(table_checksum "$tgt_URL" "$t")
-		if [ "$a" != "$b" ]; then
-			echo "table $t differs: $a $b" >&2
-			return 1
-		fi
-	done
-}
-
 # checksums URL SCHEMA_LIKE: one "schema.table md5" line per table, in one session.
 checksums() {
 	psql -X -qAt -v ON_ERROR_STOP=1 -d "$1" <<SQL

@@ -5,6 +5,9 @@
 # FAULTS, DURATION to vary it); this file runs a short round of it in both
 # modes and checks that its invariant checker can fail.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow 2
+
 load lib/cluster
 
 setup_file() {

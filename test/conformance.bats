@@ -6,6 +6,9 @@
 # table (test/lib/conformance.bash). Majors: PGSYNC_MAJORS, else PGSYNC_MAJOR,
 # else 15 and 18; every case runs on each major it is valid on.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow 2
+
 load lib/cluster
 load lib/conformance
 load pgsync-helpers

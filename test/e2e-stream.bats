@@ -8,6 +8,9 @@
 # cloned from a template, loaded with the source rows as of the slot's
 # creation (the role pg-snapshot-dump plays in production).
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow 2
+
 load lib/cluster
 bats_require_minimum_version 1.5.0
 
@@ -48,10 +51,6 @@ teardown() {
 
 teardown_file() {
 	cluster_stop_all
-}
-
-tgt_db() {
-	echo "${tgt_URL/dbname=postgres/dbname=$1}"
 }
 
 # new_job NAME: slot NAME on the source, target database NAME with the
@@ -121,20 +120,6 @@ big_txn() {
 		SELECT 1, 1, g, g, now(), '$2' FROM generate_series(1, $1) g"
 }
 
-# same_tables DB: every replicated table of DB equals the source's.
-same_tables() {
-	local t a b rc=0
-	for t in $TABLES; do
-		a=$(table_checksum "$src_URL" "$t")
-		b=$(table_checksum "$(tgt_db "$1")" "$t")
-		if [[ $a != "$b" ]]; then
-			echo "table $t differs: source $a, target $b ($(psql_at src -c "SELECT count(*) FROM $t") vs $(psql -X -qAt -d "$(tgt_db "$1")" -c "SELECT count(*) FROM $t") rows)"
-			rc=1
-		fi
-	done
-	return $rc
-}
-
 # pipeline JOB [pg-apply options]: pg-walcat up to now into pg-apply, both
 # acknowledging through the job's checkpoint file. Sets walcat_rc, apply_rc.
 pipeline() {
@@ -185,7 +170,7 @@ applied_of() {
 	pipeline mixed
 	[ "$walcat_rc" -eq 0 ]
 	[ "$apply_rc" -eq 0 ] || cat "$BATS_FILE_TMPDIR/mixed.apply.log"
-	same_tables mixed
+	same_tables_in mixed $TABLES
 	# The checkpoint file holds what the target holds.
 	[ "$(head -1 "$BATS_FILE_TMPDIR/mixed.lsn")" = "$(applied_of mixed)" ]
 	# Unchanged TOASTed values crossed as \U and kept their value.
@@ -205,7 +190,7 @@ applied_of() {
 	mid=$(psql_at src -c "SELECT pg_current_wal_lsn()")
 	types_round 2
 	# Caught up: every table as on the source.
-	wait_until 30 same_tables live
+	wait_until 30 same_tables_in live $TABLES
 	# The slot follows the checkpoint file, never ahead of the target.
 	wait_until 30 sql_is src t "SELECT confirmed_flush_lsn >= '$mid' FROM pg_replication_slots WHERE slot_name = 'live'"
 	confirmed=$(psql_at src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'live'")
@@ -237,7 +222,7 @@ applied_of() {
 	pipeline kill_apply
 	[ "$walcat_rc" -eq 0 ]
 	[ "$apply_rc" -eq 0 ]
-	same_tables kill_apply
+	same_tables_in kill_apply $TABLES
 }
 
 @test "kill -9 of pg-walcat in the middle of a transaction: pg-apply rolls it back, the rerun completes" {
@@ -267,7 +252,7 @@ SQL
 	pipeline kill_walcat
 	[ "$walcat_rc" -eq 0 ]
 	[ "$apply_rc" -eq 0 ]
-	same_tables kill_walcat
+	same_tables_in kill_walcat $TABLES
 }
 
 @test "a target restart during apply under --no-loop: pg-apply exits 1, the rerun completes with identical tables" {
@@ -287,7 +272,7 @@ SQL
 	pipeline restart_tgt
 	[ "$walcat_rc" -eq 0 ]
 	[ "$apply_rc" -eq 0 ]
-	same_tables restart_tgt
+	same_tables_in restart_tgt $TABLES
 }
 
 @test "replaying an overlapping archive, twice, changes nothing" {
@@ -305,14 +290,14 @@ SQL
 	[ "$status" -eq 0 ]
 	[[ $output =~ applied\ ([0-9]+)\ transactions,\ skipped\ ([0-9]+) ]]
 	[ "${BASH_REMATCH[1]}" -eq 200 ]
-	same_tables arch
+	same_tables_in arch $TABLES
 	local before
 	before=$(applied_of arch)
 	run pg-apply -d "$(tgt_db arch)" "$BATS_TEST_TMPDIR/seg1.pgcs" "$BATS_TEST_TMPDIR/seg2.pgcs.zst"
 	[ "$status" -eq 0 ]
 	[[ $output == *"applied 0 transactions"* ]]
 	[ "$(applied_of arch)" = "$before" ]
-	same_tables arch
+	same_tables_in arch $TABLES
 }
 
 @test "a stream from another source exits 4 naming both sources" {
@@ -330,5 +315,5 @@ SQL
 	tgt_sysid=$(psql_at tgt -c "SELECT system_identifier FROM pg_control_system()")
 	[[ $stderr == *"the source is another server than the job's: system identifier $tgt_sysid, the job's is $src_sysid, job \"arch\"; nothing of the stream is applied: resync required"* ]]
 	pg-slot drop -d "$db" --slot arch >/dev/null 2>&1
-	same_tables arch
+	same_tables_in arch $TABLES
 }

@@ -318,14 +318,6 @@ psql_is_db() {
 	[ "$output" = "UTF8|ISO, DMY|3|0|pg_catalog" ]
 }
 
-@test "every connection is opened by the session module, and no other file sets a session setting" {
-	cd "$PGSYNC_ROOT"
-	run grep -rlE 'conn_connect\(|PQconnectdb|PQconnectStart|PQsetdbLogin' bin lib --include=*.c
-	[ "$(sort <<<"$output" | tr '\n' ' ')" = "lib/base/conn.c lib/base/session.c " ]
-	run grep -rIE "(^|[\"'; ])SET +(LOCAL +)?(client_encoding|datestyle|intervalstyle|extra_float_digits|bytea_output|timezone|statement_timeout|lock_timeout|idle_in_transaction_session_timeout|idle_session_timeout|transaction_timeout|session_replication_role)\b" bin lib
-	[ "$(grep -v '^lib/base/session\.[ch]:' <<<"$output")" = "" ]
-}
-
 @test "a connection's own options stay but cannot change the text form of values, in the copy and in the stream" {
 	psql_at src -c "CREATE TABLE fl (id int PRIMARY KEY, f float8, d date, v text);
 		CREATE PUBLICATION pub_fl FOR TABLE fl;

@@ -181,7 +181,7 @@ nested_bats() {
 	done
 	unset IFS
 	local -a envs=("PATH=$path" "HOME=$HOME")
-	for v in TMPDIR PGSYNC_PG_MAJOR PGSYNC_CACHE PGSYNC_TEST_TMPDIR; do
+	for v in TMPDIR PGSYNC_PG_MAJOR PGSYNC_CACHE PGSYNC_TEST_TMPDIR PGSYNC_PORT_MIN PGSYNC_PORT_MAX; do
 		[[ -z ${!v:-} ]] || envs+=("$v=${!v}")
 	done
 	env -i "${envs[@]}" bats "$@"
@@ -207,9 +207,10 @@ nested_bats() {
 	setsid bash -c "$(declare -f nested_bats); nested_bats \"\$1\"" _ "$BATS_TEST_TMPDIR/nested.bats" \
 		</dev/null >/dev/null 2>&1 3>&- &
 	local leader=$!
-	wait_until 30 test -s "$dirs"
+	# (Two initdb and server starts: slow on a busy machine.)
+	wait_until 120 test -s "$dirs"
 	# shellcheck disable=SC2016 # expanded by eval, on each try
-	wait_until 30 eval '[ "$(wc -l <"$dirs")" -eq 2 ]'
+	wait_until 120 eval '[ "$(wc -l <"$dirs")" -eq 2 ]'
 	kill -KILL -- "-$leader"
 	local d
 	while read -r d; do

@@ -26,10 +26,6 @@ teardown_file() {
 	cluster_stop_all
 }
 
-tgt_db() {
-	echo "${tgt_URL/dbname=postgres/dbname=$1}"
-}
-
 # new_target DB: a target database with an empty "Docs".
 new_target() {
 	psql_at tgt -c "CREATE DATABASE $1"

@@ -5,6 +5,7 @@
 # belongs to another source or slot.
 
 load lib/cluster
+load lib/slot
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -27,35 +28,14 @@ teardown() {
 	done
 }
 
-slot_col() { # slot_col SLOT COLUMN [CLUSTER]
-	psql_at "${3:-src}" -c "SELECT $2 FROM pg_replication_slots WHERE slot_name = '$1'"
-}
-
 flush_lsn() {
 	psql_at "${1:-src}" -c "SELECT pg_current_wal_flush_lsn()"
-}
-
-new_slot() { # new_slot NAME [CLUSTER]
-	local url_var=${2:-src}_URL
-	pg-slot create -d "${!url_var}" --slot "$1" >/dev/null 2>&1
 }
 
 # What the slot would send now: the values of the rows it carries, in order.
 slot_rows() {
 	psql_at src -c "SELECT string_agg(encode(data, 'escape'), '') FROM pg_logical_slot_peek_binary_changes('$1', NULL, NULL, 'proto_version', '1', 'publication_names', 'ack_p')" |
 		grep -o 'row[0-9]*' | tr '\n' ' '
-}
-
-slot_active() {
-	[ "$(slot_col "$1" active)" = t ]
-}
-
-start_consumer() {
-	pg_recvlogical -d "$src_URL" --slot "$1" --start --no-loop -f /dev/null \
-		-o proto_version=1 -o publication_names=ack_p 3>&- &
-	CONSUMER=$!
-	BG_PIDS="${BG_PIDS:-} $CONSUMER"
-	wait_until 20 slot_active "$1"
 }
 
 @test "--lsn moves confirmed_flush_lsn exactly there, prints it, and the slot resends only what commits after it" {
@@ -136,7 +116,7 @@ start_consumer() {
 
 @test "an active slot exits 1 naming the PID that streams from it" {
 	new_slot a_active
-	start_consumer a_active
+	start_consumer a_active ack_p
 	local pid
 	pid=$(slot_col a_active active_pid)
 	run pg-ack -d "$src_URL" --slot a_active --lsn "$(flush_lsn)"
@@ -147,7 +127,7 @@ start_consumer() {
 
 @test "--wait confirms once the consumer has let the slot go" {
 	new_slot a_wait
-	start_consumer a_wait
+	start_consumer a_wait ack_p
 	psql_at src -c "INSERT INTO ack_t VALUES (6, 'row6')"
 	local target
 	target=$(flush_lsn)

@@ -9,6 +9,7 @@
 # as pg-apply runs against most targets.
 
 load lib/cluster
+load lib/slot
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -85,12 +86,6 @@ whole_transactions_only() {
 	done <"$list"
 	[[ $got == "$want_rows $want_rows" ]] ||
 		{ echo "rows (count max) $got, but the recorded position ${applied:-none} covers transactions up to ${covered:-none}: $want_rows rows"; return 1; }
-}
-
-# lsn_num X/Y: the LSN as a number.
-lsn_num() {
-	local hi=${1%/*} lo=${1#*/}
-	echo $(((16#$hi << 32) + 16#$lo))
 }
 
 # The next run starts a new job on an empty table (pgsync's schema exists

@@ -55,12 +55,6 @@ teardown_file() {
 	cluster_stop_all
 }
 
-# tgt_db DB [ROLE]: the target's conninfo for database DB (as ROLE).
-tgt_db() {
-	local url=${tgt_URL/dbname=postgres/dbname=$1}
-	echo "${url/user=postgres/user=${2:-postgres}}"
-}
-
 src_reader() {
 	echo "${src_URL/user=postgres/user=reader}"
 }
@@ -130,17 +124,6 @@ progress() {
 	wait_until 90 advanced "$1" "$now"
 }
 
-same_tables() {
-	local t rc=0
-	for t in $TABLES; do
-		if [[ $(table_checksum "$src_URL" "$t") != $(table_checksum "$(tgt_db "$1")" "$t") ]]; then
-			echo "table $t differs"
-			rc=1
-		fi
-	done
-	return $rc
-}
-
 reconnects_of() {
 	tq "$1" "SELECT reconnects FROM pgsync.job_runtime WHERE job = '$1'" 2>/dev/null
 }
@@ -155,7 +138,7 @@ reconnects_at_least() {
 # the sampler saw nothing acknowledged early.
 finish() {
 	local job=$1 n=$2
-	wait_until 120 same_tables "$job"
+	wait_until 120 same_tables_in "$job" $TABLES
 	kill -0 "$apid"
 	wait_until 30 reconnects_at_least "$job" "$n"
 	kill -TERM "$spid"
@@ -413,7 +396,7 @@ tagged() {
 	start huge --max-batch-bytes 64kB
 	progress huge
 	[ "$(tagged huge)" = "40000 40000" ]
-	wait_until 60 same_tables huge
+	wait_until 60 same_tables_in huge $TABLES
 	kill -TERM "$apid" "$wpid" "$spid"
 	wait "$apid"
 }

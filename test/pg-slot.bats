@@ -4,6 +4,7 @@
 # invalidated and active slots.
 
 load lib/cluster
+load lib/slot
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -24,10 +25,6 @@ teardown() {
 	for pid in ${BG_PIDS:-}; do
 		kill "$pid" 2>/dev/null || true
 	done
-}
-
-slot_col() { # slot_col SLOT COLUMN [CLUSTER]
-	psql_at "${3:-src}" -c "SELECT $2 FROM pg_replication_slots WHERE slot_name = '$1'"
 }
 
 url_as() { # url_as ROLE: src's conninfo with another user
@@ -71,19 +68,6 @@ open_xacts() {
 
 walsender_waits_on_lock() { # walsender_waits_on_lock SLOT: creating SLOT waits for a transaction
 	[ "$(psql_at src -c "SELECT wait_event_type FROM pg_stat_activity WHERE backend_type = 'walsender' AND query LIKE 'CREATE_REPLICATION_SLOT $1 %'")" = Lock ]
-}
-
-slot_active() {
-	[ "$(slot_col "$1" active)" = t ]
-}
-
-# A consumer that keeps SLOT active (pg_recvlogical speaks to 14-18 alike).
-start_consumer() {
-	pg_recvlogical -d "$src_URL" --slot "$1" --start --no-loop -f /dev/null \
-		-o proto_version=1 -o publication_names=none 3>&- &
-	CONSUMER=$!
-	BG_PIDS="${BG_PIDS:-} $CONSUMER"
-	wait_until 20 slot_active "$1"
 }
 
 @test "create prints slot, consistent LSN and '-', and makes a pgoutput slot confirmed at that LSN" {

@@ -4,7 +4,11 @@
 # positions, limits, errors that end a run, and an independent cross-check
 # against pg_recvlogical with test_decoding.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow 2
+
 load lib/cluster
+load lib/slot
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -34,25 +38,9 @@ teardown() {
 AWK_LSN='function hex(s,  i, v) { v = 0; s = toupper(s); for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789ABCDEF", substr(s, i, 1)) - 1; return v }
 function num(l,  p) { split(l, p, "/"); return hex(p[1]) * 4294967296 + hex(p[2]) }'
 
-new_slot() {
-	psql_at src -c "SELECT pg_create_logical_replication_slot('$1', 'pgoutput')" >/dev/null
-}
-
-confirmed() {
-	psql_at src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$1'"
-}
-
-slot_active() {
-	[ "$(psql_at src -c "SELECT active FROM pg_replication_slots WHERE slot_name = '$1'")" = t ]
-}
-
 confirmed_is() {
 	[ "$(confirmed "$1")" = "$2" ]
 }
-
-# lsn_num X/Y: the LSN as a decimal number; lsn_str N: back to X/Y.
-lsn_num() { echo $(((0x${1%/*} << 32) + 0x${1#*/})); }
-lsn_str() { printf '%X/%X\n' $(($1 >> 32)) $(($1 & 0xFFFFFFFF)); }
 
 # ids FILE TABLE: the first value of every INSERT into TABLE, one a line.
 ids() {

@@ -5,6 +5,7 @@
 # (--endpos, acknowledgements, reconnects, limits) is in pg-walcat-ops.bats.
 
 load lib/cluster
+load lib/slot
 
 setup_file() {
 	# A tiny decoding budget: any transaction over 64kB is streamed, so both
@@ -15,11 +16,6 @@ setup_file() {
 
 teardown_file() {
 	cluster_stop_all
-}
-
-# new_slot NAME: a pgoutput slot whose stream starts now.
-new_slot() {
-	psql_at src -c "SELECT pg_create_logical_replication_slot('$1', 'pgoutput')" >/dev/null
 }
 
 # walcat_now SLOT [OPTION...]: everything the slot has, into $out; stderr in $err.

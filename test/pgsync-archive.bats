@@ -5,6 +5,7 @@
 # with pg-apply is identical to the source.
 
 load lib/cluster
+load lib/slot
 load pgsync-helpers
 
 # The tables, for the source and for the rebuilt target (pg_dump cannot read
@@ -31,10 +32,6 @@ teardown_file() {
 
 archive() {
 	PGSYNC_SOURCE_URL=$SRC_URL archive-segment --slot ar_slot --publication ar_pub "$@" "$ARCHIVE"
-}
-
-confirmed() {
-	psql_at src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$1'"
 }
 
 # The END position a segment file ends with.

@@ -5,6 +5,9 @@
 # publication, and what cleanup drops and keeps. As the guide's
 # least-privilege source role and a target role that is not a superuser.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow 3
+
 load lib/cluster
 load pgsync-helpers
 

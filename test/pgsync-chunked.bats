@@ -23,6 +23,9 @@
 # mid-group are pg-snapshot-dump-chunks.bats', and test/chaos's copy faults);
 # CHUNKED_SEEDS="$(seq 1 10)" for the long run, about a minute a seed.
 
+# One of the longest files: started first (test/run-bats).
+# run-bats: slow 6
+
 load lib/cluster
 load pgsync-helpers
 load chunked-helpers

@@ -151,17 +151,6 @@ run_log() {
 	cat "$BATS_FILE_TMPDIR/$1.run.log"
 }
 
-# same_tables TABLE...: the source and the target hold the same rows.
-same_tables() {
-	local t
-	for t in "$@"; do
-		[[ $(table_checksum "$src_URL" "$t") == $(table_checksum "$tgt_URL" "$t") ]] || {
-			echo "table $t differs between source and target" >&2
-			return 1
-		}
-	done
-}
-
 # pg_dump_reads CLUSTER: an installed pg_dump can read CLUSTER's server (it
 # is not older); bootstrap needs one to create partitioned tables.
 pg_dump_reads() {

@@ -5,6 +5,11 @@
 # is not a superuser. An interrupted bootstrap is retried by the same roles
 # with no privilege the first attempt did not need.
 
+# The interrupted bootstrap is a resources.snapshot_timeout of 3 s, which
+# must not expire before the copy starts: on a machine busy with other test
+# files the steps before it can take longer. It runs alone (test/run-bats).
+# run-bats: serial
+
 load lib/cluster
 load pgsync-helpers
 

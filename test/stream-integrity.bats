@@ -6,6 +6,7 @@
 # damaged part reaches the target. In heredocs "→" stands for TAB.
 
 load lib/cluster
+load lib/slot
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -44,11 +45,6 @@ applied_lsn() {
 	q "SELECT applied_lsn FROM pgsync.job WHERE job = '$1'"
 }
 
-# lsn_num X/Y: the LSN as a number, for comparisons.
-lsn_num() {
-	local hi=${1%/*} lo=${1#*/}
-	echo $(((16#$hi << 32) + 16#$lo))
-}
 
 @test "a transaction below an earlier POSITION of its stream exits 5 at its line; nothing is applied or checkpointed" {
 	q "CREATE TABLE m (id int PRIMARY KEY, v text, n int)"

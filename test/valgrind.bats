@@ -8,6 +8,7 @@
 # cannot run those, and ASan/UBSan cover the same ground there.
 
 load lib/cluster
+load lib/slot
 
 setup_file() {
 	cluster_start src --set logical_decoding_work_mem=64kB
@@ -64,10 +65,6 @@ clean_reports() {
 		fi
 	done
 	return $bad
-}
-
-slot_active() {
-	[[ $(psql_at src -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$1' AND active") == 1 ]]
 }
 
 # on_target SQL VALUE: the query's result is VALUE.

@@ -9,6 +9,7 @@
 # major that is not selected is skipped.
 
 load lib/cluster
+load lib/slot
 
 majors() {
 	if [[ -n ${PGSYNC_MAJORS:-} ]]; then
@@ -96,15 +97,6 @@ same_table() {
 	fi
 }
 
-new_slot() {
-	src -c "SELECT 1 FROM pg_create_logical_replication_slot('$1', 'pgoutput')" >/dev/null
-}
-
-lsn_num() {
-	local hi=${1%/*} lo=${1#*/}
-	echo $(((16#$hi << 32) | 16#$lo))
-}
-
 # Stream everything up to now from slot $1 (publication $2) into the target.
 catch_up() {
 	pg-walcat -d "$SRC_URL" --slot "$1" --publication "$2" --endpos now --ack-file "$BATS_TEST_TMPDIR/$1.lsn" |
@@ -134,7 +126,7 @@ start_pipe() {
 # --- the checks -----------------------------------------------------------------
 
 check_types() {
-	new_slot types_slot
+	new_slot types_slot "$SRC"
 	src <<'SQL'
 INSERT INTO types_t VALUES
  (1, 1, 9223372036854775807, 12345.67891, 1e-30, 1.5, 2.718281828459045,
@@ -181,7 +173,7 @@ SQL
 
 check_crash() {
 	local i total=120 rows=400 n=0 c a
-	new_slot crash_slot
+	new_slot crash_slot "$SRC"
 	src -c "INSERT INTO crash_counter VALUES (1, 0)"
 	# Many transactions, each also bumping a counter: one applied twice or
 	# lost shows in the counter even when the rows look right.
@@ -212,7 +204,7 @@ check_crash() {
 }
 
 check_slot_dropped() {
-	new_slot gone_slot
+	new_slot gone_slot "$SRC"
 	src -c "SELECT pg_drop_replication_slot('gone_slot')"
 	run pg-walcat -d "$SRC_URL" --slot gone_slot --publication idle_pub --endpos now
 	echo "$output"
@@ -230,7 +222,7 @@ check_slot_invalidated() {
 	16 | 17) expect='can no longer get changes from replication slot "lost_slot"' ;;
 	*) expect='can no longer access replication slot "lost_slot"' ;;
 	esac
-	new_slot lost_slot
+	new_slot lost_slot "$SRC"
 	src -c "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'" -c "SELECT pg_reload_conf()" >/dev/null
 	local i
 	for ((i = 0; i < 10; i++)); do
@@ -259,7 +251,7 @@ check_slot_invalidated() {
 }
 
 check_messages_streaming() {
-	new_slot stream_slot
+	new_slot stream_slot "$SRC"
 	src <<'SQL'
 SELECT pg_logical_emit_message(false, 'app', 'outside');
 BEGIN;
@@ -323,7 +315,7 @@ SQL
 
 check_idle() {
 	local ack=$BATS_TEST_TMPDIR/idle.lsn start target
-	new_slot idle_slot
+	new_slot idle_slot "$SRC"
 	start=$(src -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'idle_slot'")
 	start_pipe idle_slot idle_pub "$ack" --status-interval 200ms --heartbeat-interval 500ms
 	# Writes the publication does not carry: the slot must still move past them.

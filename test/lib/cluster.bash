@@ -199,6 +199,33 @@ both() {
 	psql_at tgt -c "$1" >/dev/null
 }
 
+# tgt_db DB [ROLE]: the conninfo of database DB of the cluster tgt (as ROLE).
+tgt_db() {
+	local url=${tgt_URL/dbname=postgres/dbname=$1}
+	echo "${url/user=postgres/user=${2:-postgres}}"
+}
+
+# same_tables_in DB TABLE...: every TABLE holds the same rows in the
+# database postgres of src and in DB of tgt (table_checksum); a table that
+# cannot be read on either side (a server down) differs.
+same_tables_in() {
+	local db=$1 t a b rc=0
+	shift
+	for t in "$@"; do
+		if ! a=$(table_checksum "$src_URL" "$t") || ! b=$(table_checksum "$(tgt_db "$db")" "$t") ||
+			[[ $a != "$b" ]]; then
+			echo "table $t differs between source and target database $db" >&2
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# same_tables TABLE...: every TABLE holds the same rows on src and tgt.
+same_tables() {
+	same_tables_in postgres "$@"
+}
+
 # cluster_stop_all: stop and remove every cluster this test file started.
 # Meant for teardown_file (which bats runs even when tests or setup_file
 # failed); keeps going past a cluster that fails to stop, then reports it.
