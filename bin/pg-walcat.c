@@ -254,13 +254,13 @@ read_ack(struct walcat *w)
 	if (present && w->timeline == 0)
 		w->timeline = cp.timeline;
 	/* The downstream cannot hold what this stream never wrote. */
-	if (present && w->streamed && lsn > ws_written(w->ws))
+	if (present && w->streamed && lsn > ws_written_ever(w->ws))
 	{
 		char a[LSN_BUFSZ], b[LSN_BUFSZ];
 
-		log_error("acknowledged position %s in \"%s\" is past %s, the most this stream has written: "
-				  "it cannot come from this stream", lsn_format(lsn, a), w->o.ack_file,
-				  lsn_format(ws_written(w->ws), b));
+		log_error("acknowledged position %s in \"%s\" is past %s, the most this run has written: "
+				  "it cannot come from this run", lsn_format(lsn, a), w->o.ack_file,
+				  lsn_format(ws_written_ever(w->ws), b));
 		return EXIT_UNSUPPORTED;
 	}
 	if (present && lsn < w->acked)
@@ -527,8 +527,8 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 	job.timeline = w->timeline;
 	/* The most it took: what it confirmed, and what this run streamed. */
 	job.taken = w->acked;
-	if (w->streamed && ws_written(w->ws) > job.taken)
-		job.taken = ws_written(w->ws);
+	if (w->streamed && ws_written_ever(w->ws) > job.taken)
+		job.taken = ws_written_ever(w->ws);
 	job.restart_floor = w->restart_floor;
 	/* The timeline first: an old primary come back is waited out, not
 	 * taken for another server. */

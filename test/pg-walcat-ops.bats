@@ -232,7 +232,7 @@ apply_sim() {
 	write_ack "$ack" FF/0 ackahead
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 5 ]
-	grep -q "pg-walcat: error: acknowledged position FF/0 in \"$ack\" is past .*, the most this stream has written" "$BATS_TEST_TMPDIR/err"
+	grep -q "pg-walcat: error: acknowledged position FF/0 in \"$ack\" is past .*, the most this run has written" "$BATS_TEST_TMPDIR/err"
 	[ "$(confirmed ackahead)" = "$before" ]
 	# Transactions before and after are all still delivered.
 	psql_at src -c "INSERT INTO aa VALUES (2)"

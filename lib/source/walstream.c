@@ -31,6 +31,7 @@ struct walstream {
 	bool in_stream;				/* between STREAM START and STREAM STOP */
 	lsn_t pos;					/* header start, last COMMIT end or POSITION */
 	lsn_t written;				/* pos, or a later keepalive position */
+	lsn_t written_before;		/* the most written by the streams before this one */
 	uint64_t last_position_ms;
 	int exit_code;
 	struct ws_stats st;
@@ -132,6 +133,8 @@ ws_begin_stream(struct walstream *ws, const char *sysid, uint32_t timeline,
 	spool_reset(ws->spool);
 	ws->in_txn = false;
 	ws->in_stream = false;
+	if (ws->written > ws->written_before)
+		ws->written_before = ws->written;
 	ws->pos = start;
 	ws->written = start;
 	walenc_header(ws->enc, &ws->rb, sysid, timeline, slot, start, server_version_num,
@@ -417,6 +420,12 @@ lsn_t
 ws_written(const struct walstream *ws)
 {
 	return ws->written;
+}
+
+lsn_t
+ws_written_ever(const struct walstream *ws)
+{
+	return ws->written > ws->written_before ? ws->written : ws->written_before;
 }
 
 int

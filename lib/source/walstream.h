@@ -68,6 +68,12 @@ bool ws_in_transaction(const struct walstream *ws);
  * positions not written as POSITION (rate limit) count too: what the
  * server may be told was written, never flushed. */
 lsn_t ws_written(const struct walstream *ws);
+/*
+ * The most written by any stream of this run: after a reconnect the
+ * downstream may still apply, and acknowledge, what the stream before the
+ * new header carried, beyond where the new one starts.
+ */
+lsn_t ws_written_ever(const struct walstream *ws);
 int ws_exit_code(const struct walstream *ws);
 
 /* One info line: position reached and the counters. */
