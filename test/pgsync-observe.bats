@@ -37,7 +37,7 @@ setup_file() {
 	lp_source_role ob_src Obs.Items public.t_words
 	lp_target_role ob_tgt
 	job_conf ob ob_slot "ob_items, ob_words" "$OT" resources.snapshot_mode=chunked \
-		resources.chunk_rows=1000 resources.chunk_bytes=64kB resources.chunk_group_seconds=1 \
+		resources.chunk_rows=200 resources.chunk_bytes=64kB resources.chunk_group_seconds=1 \
 		resources.max_parallel_copies=2 >/dev/null
 }
 
@@ -78,4 +78,155 @@ no_row_values() {
 	stop_run TERM
 	[ "$RUN_STATUS" -eq 0 ]
 	no_row_values "$(current_run_log)"
+}
+
+# heartbeat_every DURATION: the job's safety.heartbeat_interval from now on.
+heartbeat_every() {
+	sed -i "s/^safety.heartbeat_interval = .*/safety.heartbeat_interval = $1/" "$BATS_FILE_TMPDIR/ob.conf"
+}
+
+# status_json: the job's status document in $BATS_TEST_TMPDIR/status.json.
+status_json() {
+	pgs ob status --json >"$BATS_TEST_TMPDIR/status.json"
+}
+
+js() {
+	jq -r "$1" "$BATS_TEST_TMPDIR/status.json"
+}
+
+# interrupted_now: status right after the bootstrap ended says so.
+interrupted_now() {
+	status_json
+	cat "$BATS_TEST_TMPDIR/status.json"
+	[ "$(js .connection_state)" = disconnected ]
+	[ "$(js .snapshot.chunks.eta_seconds)" = null ]
+	[ "$(js '[.snapshot.tables[] | select(.state == "copying")] | length')" = 0 ]
+	[ "$(js '[.snapshot.tables[] | select(.state == "interrupted")] | length')" -ge 1 ]
+	[ "$(js .action)" = "pgsync bootstrap" ]
+	run pgs ob status --prometheus
+	[[ $output == *$'\npgsync_connected{job="ob"} 0\n'* ]]
+	[[ $output != *"pgsync_snapshot_eta_seconds{"* ]]
+	[ "$(js .heartbeat.alive)" = false ]
+}
+
+@test "status right after kill -9 of a chunked bootstrap: interrupted, not connected, no time left, the process gone" {
+	reset_job
+	# Ten seconds: three intervals without a heartbeat are long after the kill.
+	heartbeat_every 10s
+	catalog_ready
+	slow_chunks
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ob bootstrap
+	wait_until 120 chunks_at_least 4
+	status_json
+	[ "$(js .connection_state)" = connected ]
+	kill -KILL "$BG_PID"
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 60
+	interrupted_now
+	run pgs ob status
+	echo "$output"
+	[[ $output == *"connection:      disconnected (pid "*", STALE: the process is gone)"* ]]
+}
+
+@test "status right after Ctrl-C of a chunked bootstrap: interrupted, not connected, no time left" {
+	reset_job
+	heartbeat_every 10s
+	catalog_ready
+	slow_chunks
+	pgs_bg "$BATS_TEST_TMPDIR/bs.log" ob bootstrap
+	wait_until 120 chunks_at_least 4
+	kill -INT "$BG_PID"
+	bg_wait "$BATS_TEST_TMPDIR/bs.log" 60
+	cat "$BATS_TEST_TMPDIR/bs.log"
+	[ "$BG_STATUS" -eq 1 ]
+	interrupted_now
+	# Continued, the copy completes.
+	run pgs ob bootstrap
+	[ "$status" -eq 0 ]
+}
+
+heartbeat_older_than() {
+	status_json
+	[[ $(js .heartbeat.age_seconds) > 0 ]] && (($(js '.heartbeat.age_seconds | floor') >= $1))
+}
+
+# alive_and_connected: status says the run is alive and connected, however
+# old its heartbeat.
+alive_and_connected() {
+	status_json
+	jq -c '{connection_state, action, last_error, heartbeat}' "$BATS_TEST_TMPDIR/status.json"
+	[ "$(js .connection_state)" = connected ]
+	[ "$(js .heartbeat.stale)" = false ]
+	[ "$(js .heartbeat.alive)" = true ]
+	[ "$(js .action)" = null ]
+	run pgs ob status --prometheus
+	[[ $output == *$'\npgsync_connected{job="ob"} 1\n'* ]]
+	[[ $output == *$'\npgsync_heartbeat_stale{job="ob"} 0\n'* ]]
+}
+
+# running_job: the job bootstrapped and streaming, with a heartbeat a second.
+running_job() {
+	heartbeat_every 1s
+	if ! state_is ob CATCHING_UP && ! state_is ob STREAMING; then
+		reset_job
+		run pgs ob bootstrap
+		[ "$status" -eq 0 ]
+	fi
+	start_run ob
+	wait_until 60 state_is ob STREAMING
+}
+
+lock_held() {
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		WHERE c.relname = 't_words' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ]
+}
+
+# The lock a failed test left held would hold up the next.
+teardown() {
+	psql_at tgt -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE query LIKE 'BEGIN; LOCK TABLE public.t_words%' AND pid <> pg_backend_pid()" >/dev/null 2>&1 || true
+}
+
+@test "status of a run whose apply waits on a lock another session holds: alive, connected, and who holds the lock" {
+	running_job
+	# The application's session on the target holds the table.
+	psql_at tgt -c "BEGIN; LOCK TABLE public.t_words IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120)" >/dev/null 2>&1 &
+	local holder=$!
+	wait_until 30 lock_held
+	psql_at src -c "UPDATE t_words SET n = n + 1 WHERE w = 'rowval-key-000003'"
+	# Three heartbeat intervals and more without one.
+	wait_until 30 heartbeat_older_than 5
+	alive_and_connected
+	run pgs ob status
+	echo "$output"
+	local lockpid
+	lockpid=$(psql_at tgt -c "SELECT pid FROM pg_stat_activity WHERE query LIKE 'BEGIN; LOCK TABLE public.t_words%'")
+	[[ $output == *"connection:      connected (pid "*", alive: waiting on a lock held by pid $lockpid)"* ]]
+	[ "$(js ".heartbeat.blocked_by == [$lockpid]")" = true ]
+	psql_at tgt -c "SELECT pg_terminate_backend($lockpid)" >/dev/null
+	wait "$holder" || true
+	wait_until 30 same_tables Obs.Items t_words
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
+}
+
+@test "status of a run that rides out a target restart: alive and connected while pg-apply backs off" {
+	running_job
+	# Restarted, the target turns the job's role away for a while (too
+	# many connections, which pg-apply retries), as a target that is slow
+	# to come back would; status reads it as the superuser meanwhile.
+	psql_at tgt -c "ALTER ROLE ob_tgt CONNECTION LIMIT 0" >/dev/null
+	cluster_restart tgt --mode fast
+	# A change to apply: pg-apply's own session needs the target.
+	psql_at src -c "UPDATE t_words SET n = n + 1 WHERE w = 'rowval-key-000005'"
+	TGT_URL=$tgt_URL wait_until 30 heartbeat_older_than 5
+	run_alive
+	TGT_URL=$tgt_URL alive_and_connected
+	TGT_URL=$tgt_URL run pgs ob status
+	echo "$output"
+	[[ $output == *"connection:      connected (pid "*", alive: busy or waiting for the target)"* ]]
+	psql_at tgt -c "ALTER ROLE ob_tgt CONNECTION LIMIT -1" >/dev/null
+	psql_at src -c "UPDATE t_words SET n = n + 1 WHERE w = 'rowval-key-000004'"
+	wait_until 90 same_tables Obs.Items t_words
+	stop_run TERM
+	[ "$RUN_STATUS" -eq 0 ]
 }
