@@ -230,3 +230,28 @@ teardown() {
 	stop_run TERM
 	[ "$RUN_STATUS" -eq 0 ]
 }
+
+@test "text log lines of pgsync and of its programs: one form, each beginning with its UTC time; an error in the documented form" {
+	reset_job
+	local t0 t1 line
+	t0=$(date -u +%Y-%m-%dT%H:%M:%S)
+	run pgs ob bootstrap
+	t1=$(date -u +%Y-%m-%dT%H:%M:%S.999Z)
+	[ "$status" -eq 0 ]
+	# pgsync's own lines (bin/pgsync) and its programs' (lib/base/log.c)
+	# alike: "TIME PROGRAM: [LEVEL: ]MESSAGE".
+	[ -z "$(grep -vE "^$LOG_TIME_RE(pgsync|pg-[a-z-]+): " <<<"$output")" ]
+	grep -qE "^$LOG_TIME_RE""pgsync: bootstrap of job ob complete" <<<"$output"
+	grep -qE "^$LOG_TIME_RE""pg-snapshot-dump: copying " <<<"$output"
+	grep -qE "^$LOG_TIME_RE""pg-apply: " <<<"$output"
+	# Each time is the line's own: within the bootstrap.
+	while IFS= read -r line; do
+		[[ ! ${line:0:24} < $t0 && ! ${line:0:24} > $t1 ]] || { echo "out of the bootstrap's time: $line"; return 1; }
+	done <<<"$output"
+	# An error is "PROGRAM: error: MESSAGE", from pgsync and from a program.
+	TGT_URL="host=$BATS_TEST_TMPDIR port=1 user=nobody dbname=x" run pgs ob status
+	[ "$status" -eq 1 ]
+	[[ ${lines[0]} == "pgsync: error: cannot read the target (host=$BATS_TEST_TMPDIR port=1 user=nobody dbname=x): "* ]]
+	run pg-slot show -d "host=$BATS_TEST_TMPDIR port=1 user=nobody dbname=x" --slot ob_slot
+	[[ ${lines[0]} == "pg-slot: error: cannot connect to the source (host=$BATS_TEST_TMPDIR port=1 user=nobody dbname=x): "* ]]
+}
