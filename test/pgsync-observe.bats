@@ -172,7 +172,8 @@ running_job() {
 		[ "$status" -eq 0 ]
 	fi
 	start_run ob
-	wait_until 60 state_is ob STREAMING
+	# This run's STREAMING, not the one a stopped run left.
+	wait_until 60 grep -q "caught up with .*: state STREAMING" "$(current_run_log)"
 }
 
 lock_held() {
@@ -180,10 +181,11 @@ lock_held() {
 		WHERE c.relname = 't_words' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ]
 }
 
-# The lock a failed test left held would hold up the next.
+# The lock or the role limit a failed test left would hold up the next.
 teardown() {
 	psql_at tgt -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE query LIKE 'BEGIN; LOCK TABLE public.t_words%' AND pid <> pg_backend_pid()" >/dev/null 2>&1 || true
+	psql_at tgt -c "ALTER ROLE ob_tgt CONNECTION LIMIT -1" >/dev/null 2>&1 || true
 }
 
 @test "status of a run whose apply waits on a lock another session holds: alive, connected, and who holds the lock" {
@@ -219,7 +221,7 @@ teardown() {
 	# A change to apply: pg-apply's own session needs the target.
 	psql_at src -c "UPDATE t_words SET n = n + 1 WHERE w = 'rowval-key-000005'"
 	TGT_URL=$tgt_URL wait_until 30 heartbeat_older_than 5
-	run_alive
+	run_alive || { cat "$(current_run_log)"; return 1; }
 	TGT_URL=$tgt_URL alive_and_connected
 	TGT_URL=$tgt_URL run pgs ob status
 	echo "$output"
