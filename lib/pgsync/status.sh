@@ -23,19 +23,21 @@ WITH j AS (
   -- by its waiting target session, else by the age of its heartbeat.
   SELECT r.*, (r.stopped_at IS NULL AND r.heartbeat_at IS NOT NULL AND CASE
            WHEN :'process_alive' <> '' THEN :'process_alive' = 't'
-           ELSE r.age <= 3 * r.interval_s OR r.blocked_by IS NOT NULL END) AS live
+           ELSE r.age <= 3 * r.interval_s OR r.blocked_by IS NOT NULL END) AS hb_live
     FROM r
 ), run AS (
   -- Whether the job's bootstrap or run goes on (between its programs too):
   -- its lock where status runs on its host (job_alive), else its process
   -- or a heartbeat of the last three intervals.
   SELECT CASE WHEN :'job_alive' <> '' THEN :'job_alive' = 't'
-              ELSE coalesce((SELECT rl.live OR (rl.age <= 3 * rl.interval_s AND j.state IN ('INITIALIZING', 'SNAPSHOTTING'))
+              ELSE coalesce((SELECT rl.hb_live OR (rl.age <= 3 * rl.interval_s AND j.state IN ('INITIALIZING', 'SNAPSHOTTING'))
                                FROM rl, j), false) END AS alive
 ), rr AS (
-  -- Stale: no stop recorded, and nothing of the job lives.
-  SELECT rl.*, (rl.stopped_at IS NULL AND rl.heartbeat_at IS NOT NULL AND NOT rl.live
-                AND NOT (SELECT alive FROM run)) AS stale FROM rl
+  -- Stale: no stop recorded, and nothing of the job lives. Live: the
+  -- process, or the bootstrap or run it belongs to (no action needed).
+  SELECT rl.*, (rl.stopped_at IS NULL AND rl.heartbeat_at IS NOT NULL AND NOT rl.hb_live
+                AND NOT (SELECT alive FROM run)) AS stale,
+         rl.hb_live OR (SELECT alive FROM run) AS live FROM rl
 ), t AS (
   SELECT count(*) AS total, count(*) FILTER (WHERE state = 'done') AS done,
          coalesce(sum(rows_copied), 0) AS rows, coalesce(sum(bytes_copied), 0) AS bytes,
@@ -79,7 +81,7 @@ WITH j AS (
          rr.received_lsn, rr.applied_lsn AS rapplied, rr.lag_bytes, rr.transactions, rr.changes,
          rr.transactions_per_sec, rr.rows_per_sec, rr.reconnects, rr.rss_bytes, rr.last_apply_at,
          rr.last_commit_time, rr.interval_s, rr.heartbeat_at, rr.age, rr.started_at, rr.stopped_at, rr.stale,
-         rr.live AS hb_live, rr.blocked_by, (SELECT alive FROM run) AS job_alive,
+         rr.hb_live, rr.blocked_by, (SELECT alive FROM run) AS job_alive,
          t.total, t.done, t.rows, t.bytes, t.tables,
          s.reachable AS src_reachable, s.error AS src_error, s.sysid AS src_sysid,
          s.current_lsn AS src_current_lsn, s.slot_exists, l.reason AS live_reason,
@@ -90,7 +92,7 @@ WITH j AS (
                                      AND s.sysid IS DISTINCT FROM j.source_sysid)) AS wrong_server,
          ((j.state = 'RESYNC_REQUIRED' AND NOT (:'wrong_server' = 't' AND s.reachable AND s.sysid = j.source_sysid))
           OR l.reason IS NOT NULL) AS resync_required,
-         coalesce(rr.live, false) OR (SELECT alive FROM run) AS is_live
+         coalesce(rr.live, false) AS is_live
     FROM j CROSS JOIN t CROSS JOIN src s CROSS JOIN live_resync l LEFT JOIN rr ON true
 ), doc AS (
   SELECT jsonb_build_object(
@@ -228,7 +230,7 @@ SELECT CASE :'format'
       ('pgsync_state', 'Job state: 1 for the current state, 0 for the others.', 'gauge', NULL),
       ('pgsync_resync_required', 'Whether the job needs a resync (cleanup and bootstrap).', 'gauge', ((v ->> 'resync_required')::boolean)::int::numeric),
       ('pgsync_connected', 'Whether the running process reports a live source connection.', 'gauge', ((v ->> 'connection_state') = 'connected')::int::numeric),
-      ('pgsync_heartbeat_stale', 'Whether the heartbeat is older than three intervals without a recorded stop.', 'gauge', coalesce((v #>> '{heartbeat,stale}')::boolean, false)::int::numeric),
+      ('pgsync_heartbeat_stale', 'Whether the process is gone without a recorded stop (on its host by its pid and the job''s lock, elsewhere after three intervals without a heartbeat).', 'gauge', coalesce((v #>> '{heartbeat,stale}')::boolean, false)::int::numeric),
       ('pgsync_heartbeat_age_seconds', 'Seconds since the last heartbeat.', 'gauge', (v #>> '{heartbeat,age_seconds}')::numeric),
       ('pgsync_applied_lsn_bytes', 'Applied source position as a byte offset.', 'gauge', pg_wal_lsn_diff((v #>> '{positions,applied_lsn}')::pg_lsn, '0/0')),
       ('pgsync_lag_bytes', 'Bytes of source WAL not yet applied.', 'gauge', (v #>> '{lag,bytes}')::numeric),
@@ -326,6 +328,7 @@ cmd_status() {
 	catalog_exists || die $EX_PREFLIGHT "the target ($TGT_DISPLAY) has no pgsync schema: job $JOB was never bootstrapped (pgsync bootstrap)"
 	job_load
 	((JOB_EXISTS)) || die $EX_PREFLIGHT "job $JOB does not exist in the target ($TGT_DISPLAY): pgsync bootstrap creates it"
+	job_liveness
 
 	local reachable=f src_error="" sysid=""
 	SLOT_EXISTS=0
@@ -353,7 +356,6 @@ cmd_status() {
 	local format=text
 	((STATUS_JSON)) && format=json
 	((PROMETHEUS)) && format=prom
-	job_liveness
 	local wrong=f
 	[[ $JOB_STATE == RESYNC_REQUIRED ]] && wrong_server_cause "$JOB_LAST_ERROR" && wrong=t
 	sql tgt -v format="$format" -v mode="$mode" -v chunks="${chunks:-null}" -v hb_s="$(ms_to_s "$HEARTBEAT_MS")" -v wrong_server="$wrong" -v fenced_roles="$fenced" \
