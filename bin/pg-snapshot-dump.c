@@ -693,9 +693,10 @@ main(int argc, char **argv)
 		const struct snap_part *pt = &plan.parts[i];
 		const struct snap_table *t = &plan.tables[pt->table];
 
-		log_debug("part %d of %d of %s.%s: %s, about %.0f rows", pt->index, t->nparts, t->schema, t->name,
-				  pt->lo || pt->hi ? "a range of its key" : t->nparts > 1 ? "a range of its blocks" : "the whole table",
-				  pt->weight);
+		log_debug("part %d of %d of %s.%s: %s %s%s%s, about %.0f rows", pt->index, t->nparts, t->schema, t->name,
+				  pt->by == NULL ? "all rows of" : strcmp(pt->by, "ctid") == 0 ? "a range of the blocks of" : "a range of",
+				  pt->by && strcmp(pt->by, "ctid") != 0 ? pt->by : "", pt->by && strcmp(pt->by, "ctid") != 0 ? " in " : "",
+				  pt->from, pt->weight);
 	}
 
 	out = out_open(STDOUT_FILENO, (int) o.zstd_level);

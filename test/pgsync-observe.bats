@@ -65,7 +65,7 @@ no_row_values() {
 	[ "$status" -eq 0 ]
 	no_row_values "$BATS_TEST_TMPDIR/debug.log"
 	# The debug lines are there, and both tables were copied in chunks.
-	grep -q 'debug: part [0-9]* of [0-9]* of Obs.Items: a range of its key' "$BATS_TEST_TMPDIR/debug.log"
+	grep -q 'debug: part [0-9]* of [0-9]* of Obs.Items: a range of "Id" in "Obs"."Items", ' "$BATS_TEST_TMPDIR/debug.log"
 	(($(psql_at tgt -c "SELECT count(DISTINCT table_name) FROM pgsync.table_chunk WHERE job = 'ob' AND key_columns IS NOT NULL") == 2))
 	# The same in JSON, with the run that follows.
 	run pgs ob --json --log debug status
