@@ -433,7 +433,7 @@ public"$'\t'"t_parted_b"$'\t'"100" ]
 	local log=$BATS_TEST_TMPDIR/tty
 	script -qec "pg-snapshot-dump -d '$src_URL' --own-snapshot --table public.t_big --frame-size 64kB >/dev/null" /dev/null >"$log"
 	grep -q $'\rpg-snapshot-dump: 0/1 tables, 0 rows (0%), 0 B, ' "$log"
-	grep -q $'\r\033\[Kpg-snapshot-dump: copied public.t_big: 200000 rows (estimated 200000)' "$log"
+	grep -qE $'\r\033\\[K'"${LOG_TIME_RE}pg-snapshot-dump: copied public\\.t_big: 200000 rows \\(estimated 200000\\)" "$log"
 }
 
 @test "--zstd compresses the stream: zstd -d gives back the plain one" {
