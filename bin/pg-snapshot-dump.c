@@ -680,9 +680,18 @@ main(int argc, char **argv)
 	}
 	log_info("copying %d tables in %d parts with %ld workers at %s", plan.ntables, plan.nparts,
 			 o.jobs < plan.nparts ? o.jobs : plan.nparts, snapshot_name);
+	/* What each part is, never its query: the bounds of a key range are
+	 * values of the table's rows, which no log line may hold. */
 	for (int i = 0; i < plan.nparts && log_enabled(LOG_DEBUG); i++)
-		log_debug("part %d of %s.%s: %s", plan.parts[i].index, plan.tables[plan.parts[i].table].schema,
-				  plan.tables[plan.parts[i].table].name, plan.parts[i].sql);
+	{
+		const struct snap_part *pt = &plan.parts[i];
+		const struct snap_table *t = &plan.tables[pt->table];
+
+		log_debug("part %d of %d of %s.%s: %s %s%s%s, about %.0f rows", pt->index, t->nparts, t->schema, t->name,
+				  pt->by == NULL ? "all rows of" : strcmp(pt->by, "ctid") == 0 ? "a range of the blocks of" : "a range of",
+				  pt->by && strcmp(pt->by, "ctid") != 0 ? pt->by : "", pt->by && strcmp(pt->by, "ctid") != 0 ? " in " : "",
+				  pt->from, pt->weight);
+	}
 
 	out = out_open(STDOUT_FILENO, (int) o.zstd_level);
 	/* A zstd frame per snapshot frame (at most --frame-size): the reader

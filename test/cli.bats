@@ -176,3 +176,28 @@ check_bad_numbers() {
 	[ "$status" -eq 2 ]
 	[[ $stderr == 'pg-walcat: error: invalid --log-level "loud": expected debug, info, warn or error'$'\n'* ]]
 }
+
+@test "pgsync takes -V as the programs do, and COMMAND --help prints that command's help" {
+	local opt cmd
+	for opt in -V --version; do
+		run --separate-stderr pgsync "$opt"
+		[ "$status" -eq 0 ] && [ "$output" = "pgsync (pgsync) 0.1.0" ] && [ "$stderr" = "" ] || fail_with "pgsync $opt"
+	done
+	for cmd in check bootstrap run status verify switchover cleanup; do
+		for opt in -h --help; do
+			run --separate-stderr pgsync "$cmd" "$opt"
+			[ "$status" -eq 0 ] && [ "$stderr" = "" ] || fail_with "pgsync $cmd $opt"
+			# Its own synopsis only, its description, the common options.
+			[[ ${lines[0]} == "usage: pgsync "*"] $cmd"* ]] || fail_with "pgsync $cmd $opt: synopsis"
+			[ "$(grep -c '^usage: ' <<<"$output")" -eq 1 ] || fail_with "pgsync $cmd $opt: one usage"
+			[ -z "$(grep -F '[--log LEVEL] ' <<<"$output" | grep -vE "\[--log LEVEL\] $cmd( |\$)")" ] ||
+				fail_with "pgsync $cmd $opt: another command's synopsis"
+			[[ $output == *$'\n'"$cmd "* && $output == *"-V, --version"* && $output == *"--log LEVEL"* ]] ||
+				fail_with "pgsync $cmd $opt: description or options"
+			[[ $output != *"Commands:"* ]] || fail_with "pgsync $cmd $opt: the whole usage"
+		done
+	done
+	# A usage error still wins over help.
+	run --separate-stderr pgsync check --bogus --help
+	[ "$status" -eq 2 ]
+}

@@ -49,7 +49,7 @@ slot_rows() {
 	run --separate-stderr pg-ack -d "$src_URL" --slot a_exact --lsn "$target"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$target" ]
-	[ "$stderr" = "pg-ack: confirmed $before -> $target on replication slot \"a_exact\"" ]
+	[ "$(untimed "$stderr")" = "pg-ack: confirmed $before -> $target on replication slot \"a_exact\"" ]
 	[ "$(slot_col a_exact confirmed_flush_lsn)" = "$target" ]
 	[ "$(slot_rows a_exact)" = "row2 " ]
 }
@@ -76,7 +76,7 @@ slot_rows() {
 	run --separate-stderr pg-ack -d "$src_URL" --slot a_dry --lsn "$target" --dry-run
 	[ "$status" -eq 0 ]
 	[ "$output" = "" ]
-	[ "$stderr" = "pg-ack: would confirm $before -> $target on replication slot \"a_dry\" (dry run: nothing changed)" ]
+	[ "$(untimed "$stderr")" = "pg-ack: would confirm $before -> $target on replication slot \"a_dry\" (dry run: nothing changed)" ]
 	[ "$(slot_col a_dry confirmed_flush_lsn)" = "$before" ]
 }
 
@@ -87,7 +87,7 @@ slot_rows() {
 	run --separate-stderr pg-ack -d "$src_URL" --slot a_same --lsn "$at"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$at" ]
-	[ "$stderr" = "pg-ack: replication slot \"a_same\" has already confirmed $at: nothing to do" ]
+	[ "$(untimed "$stderr")" = "pg-ack: replication slot \"a_same\" has already confirmed $at: nothing to do" ]
 }
 
 @test "a position below confirmed_flush_lsn exits 4 (continuity lost) and leaves the slot" {

@@ -78,7 +78,7 @@ walsender_waits_on_lock() { # walsender_waits_on_lock SLOT: creating SLOT waits 
 	[ "$(slot_col c_plain plugin)" = pgoutput ]
 	[ "$(slot_col c_plain slot_type)" = logical ]
 	[ "$(slot_col c_plain confirmed_flush_lsn)" = "$(cut -f2 <<<"$output")" ]
-	[ "$stderr" = "pg-slot: created replication slot \"c_plain\" at $(cut -f2 <<<"$output")" ]
+	[ "$(untimed "$stderr")" = "pg-slot: created replication slot \"c_plain\" at $(cut -f2 <<<"$output")" ]
 }
 
 @test "create --json prints slot, consistent_lsn and a null snapshot" {
@@ -105,7 +105,7 @@ walsender_waits_on_lock() { # walsender_waits_on_lock SLOT: creating SLOT waits 
 	run --separate-stderr pg-slot create -d "$src_URL" --slot c_ine --if-not-exists
 	[ "$status" -eq 0 ]
 	[ "$output" = "c_ine"$'\t'"$(slot_col c_ine confirmed_flush_lsn)"$'\t-' ]
-	[ "$stderr" = 'pg-slot: replication slot "c_ine" already exists' ]
+	[ "$(untimed "$stderr")" = 'pg-slot: replication slot "c_ine" already exists' ]
 	# A new slot under --if-not-exists is created as usual.
 	run pg-slot create -d "$src_URL" --slot c_ine_new --if-not-exists
 	[ "$status" -eq 0 ]
@@ -175,7 +175,7 @@ walsender_waits_on_lock() { # walsender_waits_on_lock SLOT: creating SLOT waits 
 	local rc=0
 	wait "$holder" || rc=$?
 	[ "$rc" -eq 0 ]
-	grep -qx "pg-slot: stdin closed: releasing snapshot $snapshot" "$BATS_TEST_TMPDIR/err"
+	untimed "$(<"$BATS_TEST_TMPDIR/err")" | grep -qx "pg-slot: stdin closed: releasing snapshot $snapshot"
 	run import "$snapshot" "SELECT 1"
 	[ "$status" -ne 0 ]
 	snapshot_gone "$snapshot"
@@ -220,7 +220,7 @@ walsender_waits_on_lock() { # walsender_waits_on_lock SLOT: creating SLOT waits 
 	local rc=0
 	wait "$HOLDER" || rc=$?
 	[ "$rc" -eq 0 ]
-	grep -qx "pg-slot: stop signal received: releasing snapshot $SNAPSHOT" "$BATS_TEST_TMPDIR/err"
+	untimed "$(<"$BATS_TEST_TMPDIR/err")" | grep -qx "pg-slot: stop signal received: releasing snapshot $SNAPSHOT"
 	run import "$SNAPSHOT" "SELECT 1"
 	[ "$status" -ne 0 ]
 	snapshot_gone "$SNAPSHOT"
@@ -390,7 +390,7 @@ timeline	1" ]
 	run --separate-stderr pg-slot drop -d "$src_URL" --slot d_plain
 	[ "$status" -eq 0 ]
 	[ "$output" = "" ]
-	[ "$stderr" = 'pg-slot: dropped replication slot "d_plain"' ]
+	[ "$(untimed "$stderr")" = 'pg-slot: dropped replication slot "d_plain"' ]
 	[ -z "$(slot_col d_plain plugin)" ]
 }
 
@@ -400,7 +400,7 @@ timeline	1" ]
 	[ "$stderr" = 'pg-slot: error: replication slot "d_missing" does not exist' ]
 	run --separate-stderr pg-slot drop -d "$src_URL" --slot d_missing --if-exists
 	[ "$status" -eq 0 ]
-	[ "$stderr" = 'pg-slot: replication slot "d_missing" does not exist: nothing to drop' ]
+	[ "$(untimed "$stderr")" = 'pg-slot: replication slot "d_missing" does not exist: nothing to drop' ]
 }
 
 @test "drop refuses an active slot, naming the PID that holds it (exit 1), and keeps it" {

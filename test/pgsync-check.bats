@@ -118,7 +118,8 @@ objects_on() {
 	job_conf ck_multi4 ck_multi4_slot 'ck_ms' ms.b >/dev/null
 	run pgs ck_multi4 check
 	[ "$status" -eq 3 ]
-	[[ $output == *"FAIL  source: publication ck_ms also contains ms.a, which is not in replication.tables; fix: add ms.a to replication.tables, or take it out of publication ck_ms"* ]]
+	# (A table of a schema publication cannot be taken out alone.)
+	[[ $output == *"FAIL  source: publication ck_ms also contains ms.a, which is not in replication.tables; fix: add ms.a to replication.tables, or publish the tables of schema ms one by one: ALTER PUBLICATION ck_ms DROP TABLES IN SCHEMA ms, then ADD TABLE each configured table of it"* ]]
 }
 
 @test "a published generated column (PostgreSQL 18) needs a plain column in the target: check and bootstrap refuse before creating anything" {
@@ -179,7 +180,58 @@ objects_on() {
 	cp "$BATS_FILE_TMPDIR/pg_hba.conf.orig" "$hba"
 	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
 	[ "$status" -eq 3 ]
-	[[ $output == *"FAIL  source: cannot connect to the source (host=$src_DIR/sock port="*"): "*"pg_hba.conf rejects connection for host \"[local]\", user \"ck_hba\""*"; fix: check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"* ]]
+	[[ $output == *"FAIL  source: cannot connect to the source (host=$src_DIR/sock port=$(cat "$src_DIR/port") user=ck_hba dbname=postgres): "*"pg_hba.conf rejects connection for host \"[local]\", user \"ck_hba\""*"; fix: let pg_hba.conf on the source allow user ck_hba to database postgres from this host"*", then reload it: SELECT pg_reload_conf()"* ]]
+	refused_without_noise
+}
+
+# After a refused connection: no connection without its host, port, user
+# and database, no fix about the publications.
+refused_without_noise() {
+	[[ $output != *"libpq defaults"* ]]
+	[[ $output != *"cannot resolve the tables of publication"* ]]
+	[[ $output != *"change the publications"* ]]
+}
+
+@test "a source database without CONNECT for the role: the failure names the connection and the GRANT" {
+	psql_at src -c "CREATE DATABASE ck_closed" -c "REVOKE CONNECT ON DATABASE ck_closed FROM PUBLIC" \
+		-c "CREATE ROLE ck_nc LOGIN REPLICATION"
+	SRC_URL="host=$src_DIR/sock port=$(cat "$src_DIR/port") user=ck_nc dbname=ck_closed" run pgs ck check
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: cannot connect to the source (host=$src_DIR/sock port=$(cat "$src_DIR/port") user=ck_nc dbname=ck_closed): "*"permission denied for database \"ck_closed\""*"; fix: GRANT CONNECT ON DATABASE ck_closed TO ck_nc (as the owner of the database)"* ]]
+	refused_without_noise
+}
+
+@test "a wrong password: the failure names the connection and says to correct the password, never showing it" {
+	psql_at src -c "SET password_encryption = 'scram-sha-256'; CREATE ROLE ck_pw LOGIN REPLICATION PASSWORD 'Right-Pw-1'"
+	hba=$src_DIR/data/pg_hba.conf
+	cp "$hba" "$BATS_FILE_TMPDIR/pg_hba.conf.orig"
+	{ echo "local all ck_pw scram-sha-256"; cat "$BATS_FILE_TMPDIR/pg_hba.conf.orig"; } >"$hba"
+	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
+	SRC_URL="host=$src_DIR/sock port=$(cat "$src_DIR/port") user=ck_pw password=Wrong-Pw-2 dbname=postgres" run pgs ck check
+	cp "$BATS_FILE_TMPDIR/pg_hba.conf.orig" "$hba"
+	psql_at src -c "SELECT pg_reload_conf()" >/dev/null
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: cannot connect to the source (host=$src_DIR/sock port=$(cat "$src_DIR/port") user=ck_pw dbname=postgres): "*"password authentication failed for user \"ck_pw\""*"; fix: correct the password of role ck_pw in PGSYNC_SOURCE_URL"* ]]
+	[[ $output != *Wrong-Pw-2* ]]
+	refused_without_noise
+}
+
+@test "a keyless table in a FOR TABLES IN SCHEMA publication: the application's updates fail already, and a fix that can be done" {
+	(($(psql_at src -c "SHOW server_version_num") >= 150000)) || skip "FOR TABLES IN SCHEMA needs PostgreSQL 15"
+	psql_at src -c "CREATE SCHEMA shop; CREATE TABLE shop.orders (id int PRIMARY KEY); CREATE TABLE shop.notes (body text);
+		GRANT USAGE ON SCHEMA shop TO cs_src; GRANT SELECT ON ALL TABLES IN SCHEMA shop TO cs_src;
+		CREATE PUBLICATION ck_schema FOR TABLES IN SCHEMA shop"
+	# The application's own update fails on the source already.
+	run psql_at src -c "UPDATE shop.notes SET body = body"
+	[[ $output == *"does not have a replica identity and publishes updates"* ]]
+	job_conf ck_schema ck_schema_slot ck_schema shop.orders >/dev/null
+	run pgs ck_schema check
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ $output == *"FAIL  source: publication ck_schema also contains shop.notes, which is not in replication.tables, and has no primary key or replica identity index: the application's own updates and deletes on it fail on the source already, since the publication publishes them; fix: give shop.notes a primary key (or ALTER TABLE shop.notes REPLICA IDENTITY FULL) so that the application can change it; then add shop.notes to replication.tables, or publish the tables of schema shop one by one: ALTER PUBLICATION ck_schema DROP TABLES IN SCHEMA shop, then ADD TABLE each configured table of it"* ]]
+	[[ $output != *"take it out of publication"* ]]
 }
 
 @test "a source without logical decoding or headroom: wal_level, slots and senders each fail" {

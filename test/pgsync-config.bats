@@ -250,8 +250,20 @@ EOF
 	run pgsync-config --display-url <<<"postgresql://app:s3cret@db.example:6543/shop?sslmode=require"
 	[ "$status" -eq 0 ]
 	[ "$output" = "host=db.example port=6543 user=app dbname=shop" ]
-	run pgsync-config --display-url <<<"host=db user=app password=s3cret dbname=shop"
-	[ "$output" = "host=db user=app dbname=shop" ]
+	run env -u PGPORT pgsync-config --display-url <<<"host=db user=app password=s3cret dbname=shop"
+	[ "$output" = "host=db port=5432 user=app dbname=shop" ]
+}
+
+@test "--display-url names host, port, user and database also where libpq's defaults or a service give them" {
+	local me
+	me=$(id -un)
+	run env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE pgsync-config --display-url <<<"host=db"
+	[ "$output" = "host=db port=5432 user=$me dbname=$me" ]
+	run env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE pgsync-config --display-url <<<"postgresql:///shop"
+	[ "$output" = "host=(local socket) port=5432 user=$me dbname=shop" ]
+	printf '[svc]\nhost=db.example\nport=6543\nuser=app\npassword=s3cret\ndbname=shop\n' >"$BATS_TEST_TMPDIR/svc.conf"
+	run env PGSERVICEFILE="$BATS_TEST_TMPDIR/svc.conf" pgsync-config --display-url <<<"service=svc"
+	[ "$output" = "host=db.example port=6543 user=app dbname=shop" ]
 }
 
 @test "--service writes a libpq service section and refuses what it cannot hold" {

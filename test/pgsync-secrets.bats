@@ -105,6 +105,32 @@ keep() {
 	[ "$status" -eq 0 ]
 }
 
+@test "no program pgsync starts, pgsync-config first, has a password in its environment" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	local trace=$BATS_TEST_TMPDIR/trace cmd
+	for cmd in check status; do
+		# Every execve with its environment (-v); the admin URL too.
+		run env PGSYNC_SOURCE_URL="$SRC_URL" PGSYNC_TARGET_URL="$TGT_URL" PGSYNC_SOURCE_ADMIN_URL="$SRC_URL" \
+			strace -f -qq -v -s 65536 -e trace=execve -o "$trace" \
+			pgsync -c "$BATS_FILE_TMPDIR/sec.conf" "$cmd"
+		[ "$status" -eq 0 ]
+		# pgsync's own environment holds them.
+		grep -q 'execve("[^"]*/pgsync", .*PGSYNC_SOURCE_ADMIN_URL=' "$trace"
+		grep 'execve("[^"]*/pgsync-config", ' "$trace" >"$trace.config"
+		[ -s "$trace.config" ]
+		# pgsync itself is the first process (env, then the bash its #! finds).
+		local self
+		self=$(awk '/execve\("[^"]*\/pgsync", / { print $1; exit }' "$trace")
+		[ -n "$self" ]
+		awk -v self="$self" '$1 != self' "$trace" >"$trace.children"
+		[ "$(wc -l <"$trace.children")" -gt 5 ]
+		rm -f "$trace"
+		# Which programs, if any (never the values).
+		grep -h -F -f "$BATS_FILE_TMPDIR/passwords" "$trace.config" "$trace.children" | cut -d, -f1-2 | cut -c1-120 >&2 || true
+		no_password_in "$trace.config" "$trace.children"
+	done
+}
+
 @test "while run streams: no password on any command line or in any child's environment" {
 	start_run sec --json --log debug
 	wait_until 20 state_is sec STREAMING

@@ -339,6 +339,8 @@ fence_waits_on_lock() {
 	run pgs sw status
 	[[ $output == *"state:           SWITCHED_OVER"* ]]
 	[[ $output == *"action:          point the application at the target; pgsync switchover --undo-fence lifts the source's fence"* ]]
+	# Nothing consumes the slot any more: it only holds WAL.
+	[[ $output == *"; pgsync cleanup --yes drops replication slot sw_slot, which retains "[0-9]*" bytes of WAL on the source"$'\n'* ]]
 	run pgs sw status --json
 	[[ $(jq -r '.switchover.final_lsn != null and (.switchover.fenced_roles | length) == 2' <<<"$output") == true ]]
 

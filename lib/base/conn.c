@@ -81,11 +81,82 @@ conn_connect(const char *conninfo, const char *const *extra_keys,
 	return conn;
 }
 
+/*
+ * One value of service NAME in the service file PATH (libpq's format:
+ * "[name]" sections of key=value lines), or false.
+ */
+static bool
+service_value(const char *path, const char *name, const char *key, char *out, size_t outlen)
+{
+	FILE *f = path ? fopen(path, "r") : NULL;
+	char line[1024];
+	bool in = false, found = false;
+	size_t klen = strlen(key);
+
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+	{
+		char *p = line, *e;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		e = p + strlen(p);
+		while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		if (*p == '[')
+		{
+			in = e > p + 1 && e[-1] == ']' && (size_t) (e - p - 2) == strlen(name) &&
+				strncmp(p + 1, name, strlen(name)) == 0;
+			continue;
+		}
+		if (in && strncmp(p, key, klen) == 0 && p[klen] == '=')
+		{
+			snprintf(out, outlen, "%s", p + klen + 1);
+			found = true;
+		}
+	}
+	memset(line, 0, sizeof(line));	/* a password line may have been read */
+	fclose(f);
+	return found;
+}
+
+/* The service files libpq reads, the user's first. */
+static bool
+service_lookup(const char *name, const char *key, char *out, size_t outlen)
+{
+	char path[4096];
+	const char *v;
+
+	if ((v = getenv("PGSERVICEFILE")) != NULL)
+		return service_value(v, name, key, out, outlen);
+	if ((v = getenv("HOME")) != NULL)
+	{
+		snprintf(path, sizeof(path), "%s/.pg_service.conf", v);
+		if (service_value(path, name, key, out, outlen))
+			return true;
+	}
+	if ((v = getenv("PGSYSCONFDIR")) != NULL)
+	{
+		snprintf(path, sizeof(path), "%s/pg_service.conf", v);
+		return service_value(path, name, key, out, outlen);
+	}
+	return false;
+}
+
+/*
+ * Where a connection goes, as libpq resolves it: the conninfo's own values,
+ * then its service's (a pgsync program's connection is a service), then the
+ * environment and libpq's defaults, so that every message that names a
+ * connection names its host, port, user and database.
+ */
 void
 conn_display(const char *conninfo, char *out, size_t outlen)
 {
 	static const char *const shown[] = {"host", "hostaddr", "port", "user", "dbname", NULL};
-	PQconninfoOption *opts;
+	PQconninfoOption *opts, *defs;
+	const char *service = NULL;
+	char val[4][512] = {{0}}, hostaddr[512] = "";
 	struct buf b = BUF_INIT;
 
 	opts = conninfo && conninfo[0] ? PQconninfoParse(conninfo, NULL) : PQconndefaults();
@@ -94,18 +165,45 @@ conn_display(const char *conninfo, char *out, size_t outlen)
 		snprintf(out, outlen, "(invalid connection string)");
 		return;
 	}
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (strcmp(o->keyword, "service") == 0 && o->val && o->val[0])
+			service = o->val;
+	if (service == NULL)
+		service = getenv("PGSERVICE");
+	defs = PQconndefaults();
 	for (int i = 0; shown[i]; i++)
-		for (PQconninfoOption *o = opts; o->keyword; o++)
+	{
+		char *v = i == 1 ? hostaddr : val[i < 1 ? 0 : i - 1];
+		size_t vlen = i == 1 ? sizeof(hostaddr) : sizeof(val[0]);
+
+		for (PQconninfoOption *o = opts; o->keyword && !v[0]; o++)
 			if (strcmp(o->keyword, shown[i]) == 0 && o->val && o->val[0])
-			{
-				/* A dbname may itself be a conninfo string: never echo one. */
-				if (strcmp(o->keyword, "dbname") == 0 &&
-					(strchr(o->val, '=') || strstr(o->val, "://")))
-					continue;
-				buf_printf(&b, "%s%s=%s", b.len ? " " : "", o->keyword, o->val);
-			}
+				snprintf(v, vlen, "%s", o->val);
+		if (!v[0] && service)
+			service_lookup(service, shown[i], v, vlen);
+		/* libpq's environment and defaults (PGHOST, PGUSER, the OS user...) */
+		for (PQconninfoOption *o = defs; defs && o->keyword && !v[0]; o++)
+			if (strcmp(o->keyword, shown[i]) == 0 && o->val && o->val[0])
+				snprintf(v, vlen, "%s", o->val);
+	}
+	PQconninfoFree(defs);
 	PQconninfoFree(opts);
-	snprintf(out, outlen, "%s", b.len ? buf_cstr(&b) : "(libpq defaults)");
+	/* val: host, port, user, dbname. The database defaults to the user. */
+	if (!val[3][0])
+		snprintf(val[3], sizeof(val[3]), "%s", val[2]);
+	/* A dbname may itself be a conninfo string: never echo one. */
+	if (strchr(val[3], '=') || strstr(val[3], "://"))
+		val[3][0] = '\0';
+	if (val[0][0] || !hostaddr[0])
+		buf_printf(&b, "host=%s", val[0][0] ? val[0] : "(local socket)");
+	if (hostaddr[0])
+		buf_printf(&b, "%shostaddr=%s", b.len ? " " : "", hostaddr);
+	buf_printf(&b, " port=%s", val[1][0] ? val[1] : "5432");
+	if (val[2][0])
+		buf_printf(&b, " user=%s", val[2]);
+	if (val[3][0])
+		buf_printf(&b, " dbname=%s", val[3]);
+	snprintf(out, outlen, "%s", buf_cstr(&b));
 	buf_free(&b);
 }
 

@@ -118,10 +118,33 @@ emit(enum log_level level, const char *fmt, va_list ap)
 				prio, when, ts.tv_nsec / 1000, progname, (long) getpid(), level_names[level], esc);
 		funlockfile(stderr);
 	}
-	else if (level == LOG_INFO)
-		fprintf(stderr, "%s%s: %s\n", prio, progname, msg);
+	else if (level == LOG_ERROR || journal)
+	{
+		/* The documented one-line error, which scripts and pgsync match:
+		 * "prog: error: ...", without a time; and under the journal,
+		 * which stamps every line itself, every line so, after its level. */
+		if (level == LOG_INFO)
+			fprintf(stderr, "%s%s: %s\n", prio, progname, msg);
+		else
+			fprintf(stderr, "%s%s: %s: %s\n", prio, progname, level_names[level], msg);
+	}
 	else
-		fprintf(stderr, "%s%s: %s: %s\n", prio, progname, level_names[level], msg);
+	{
+		/* Every other line begins with its UTC time, in milliseconds:
+		 * "2026-03-01T12:00:00.123Z prog: [level: ]message", as pgsync's
+		 * own lines (bin/pgsync, emit). */
+		struct timespec ts;
+		struct tm tm;
+		char when[40];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		if (level == LOG_INFO)
+			fprintf(stderr, "%s.%03ldZ %s: %s\n", when, ts.tv_nsec / 1000000, progname, msg);
+		else
+			fprintf(stderr, "%s.%03ldZ %s: %s: %s\n", when, ts.tv_nsec / 1000000, progname, level_names[level], msg);
+	}
 	fflush(stderr);
 }
 

@@ -195,14 +195,25 @@ WITH cfg AS (
          format('ALTER PUBLICATION %s SET (publish_via_partition_root = true)', t.pubs)
     FROM byleaf t WHERE :'resolved_ok' = 'true'
   UNION ALL
-  SELECT 105, 'fail', format('publication %s also contains %s, which is not in replication.tables', x.pubs, x.q),
+  SELECT 105, 'fail', format('publication %s also contains %s, which is not in replication.tables', x.pubs, x.q)
+           || CASE WHEN k.keyless THEN ', and has no primary key or replica identity index: the application''s own updates and deletes on it fail on the source already, since the publication publishes them' ELSE '' END,
+         CASE WHEN k.keyless THEN format('give %s a primary key (or ALTER TABLE %s REPLICA IDENTITY FULL) so that the application can change it; then ', x.q, x.q) ELSE '' END ||
          CASE WHEN EXISTS (SELECT 1 FROM pub p WHERE p.puballtables AND p.name = ANY (string_to_array(x.pubs, ', ')))
               THEN format('add %s to replication.tables, or use publications FOR TABLE rather than FOR ALL TABLES', x.name)
               WHEN EXISTS (SELECT 1 FROM pub p JOIN pg_publication_rel r ON r.prpubid = p.oid
                             WHERE p.name = x.pubs AND r.prrelid = to_regclass(x.q))
               THEN format('ALTER PUBLICATION %s DROP TABLE %s, or add %s to replication.tables', x.pubs, x.q, x.name)
-              ELSE format('add %s to replication.tables, or take it out of publication %s', x.name, x.pubs) END
-    FROM pubt x WHERE x.name NOT IN (SELECT name FROM cfg)
+              -- FOR TABLES IN SCHEMA: no table of the schema can be taken out alone
+              ELSE format('add %s to replication.tables, or publish the tables of schema %I one by one: ALTER PUBLICATION %s DROP TABLES IN SCHEMA %I, then ADD TABLE each configured table of it',
+                          x.name, split_part(x.name, '.', 1), x.pubs, split_part(x.name, '.', 1)) END
+    FROM pubt x
+    CROSS JOIN LATERAL (
+      SELECT coalesce(bool_or(c.relreplident = 'n'
+                              OR (c.relreplident = 'd' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+                              OR (c.relreplident = 'i' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)))
+               AND EXISTS (SELECT 1 FROM pub p WHERE p.name = ANY (string_to_array(x.pubs, ', ')) AND (p.pubupdate OR p.pubdelete)), false) AS keyless
+        FROM pg_class c WHERE c.oid = to_regclass(x.q) AND c.relkind = 'r') k
+   WHERE x.name NOT IN (SELECT name FROM cfg)
      AND x.name NOT IN (SELECT parts.name FROM parts JOIN byleaf b ON b.name = parts.root)
   UNION ALL
   SELECT 106, 'ok', format('%s is published by %s%s%s', x.q, x.pubs,
@@ -398,6 +409,45 @@ SQL
 # CHECK_SOURCE_OK and CHECK_TARGET_OK (could connect), SLOT_FOUND (0/1).
 # bootstrap leaves out the findings about the slot and the job's state,
 # which it resolves itself.
+
+# connect_fix source|target DISPLAY MESSAGE: the fix for a connection the
+# server refused, by what refused it (DISPLAY: "host=H port=P user=U dbname=D").
+connect_fix() {
+	local which=$1 display=$2 msg=$3 var=PGSYNC_SOURCE_URL kv host="" port="" user="" db=""
+	[[ $which == target ]] && var=PGSYNC_TARGET_URL
+	for kv in $display; do
+		case $kv in
+		host=*) host=${kv#host=} ;; port=*) port=${kv#port=} ;;
+		user=*) user=${kv#user=} ;; dbname=*) db=${kv#dbname=} ;;
+		esac
+	done
+	case $msg in
+	*"CONNECT privilege"* | *"permission denied for database"*)
+		printf 'GRANT CONNECT ON DATABASE %s TO %s (as the owner of the database)' "$(sql_ident "$db")" "$(sql_ident "$user")" ;;
+	*"password authentication failed"* | *"no password supplied"* | *"password is required"*)
+		printf 'correct the password of role %s in %s' "$user" "$var" ;;
+	*"no pg_hba.conf entry"* | *"pg_hba.conf rejects"*)
+		printf 'let pg_hba.conf on the %s allow user %s to database %s from this host (a reject line or an earlier line that matches wins), then reload it: SELECT pg_reload_conf()' "$which" "$user" "$db" ;;
+	*"is not permitted to log in"*)
+		printf 'ALTER ROLE %s LOGIN' "$(sql_ident "$user")" ;;
+	*"role \""*"\" does not exist"*)
+		printf 'create role %s on the %s, or correct the user in %s' "$user" "$which" "$var" ;;
+	*"database \""*"\" does not exist"*)
+		printf 'correct the database in %s: the %s has no database %s' "$var" "$which" "$db" ;;
+	*)
+		printf 'check %s, and that the %s server runs and accepts connections at host %s port %s' "$var" "$which" "$host" "$port" ;;
+	esac
+}
+
+# sql_ident NAME: NAME as an SQL identifier (quoted unless plain lowercase).
+sql_ident() {
+	if [[ $1 =~ ^[a-z_][a-z0-9_]*$ ]]; then
+		printf '%s' "$1"
+	else
+		printf '"%s"' "${1//\"/\"\"}"
+	fi
+}
+
 preflight() {
 	local mode=${1:-check} rows row level msg fix srccols srctypes
 	FINDINGS=() CHECK_FAILS=0 CHECK_WARNS=0 SLOT_FOUND=0 SLOT_FOUND_ACTIVE=f
@@ -408,8 +458,9 @@ preflight() {
 	if ! resolved=$(pg-snapshot-dump -d "$SRC" --publication "$PUB" --list-tables --log-level error 2>"$WORK/resolve.err"); then
 		resolved="" resolved_ok=false
 		msg=$(sed -n '$s/^pg-snapshot-dump: error: //p' "$WORK/resolve.err")
-		# A missing publication is a finding of its own below.
-		[[ $msg == *"does not exist in database"* ]] ||
+		# A missing publication, and a connection the source refuses,
+		# are findings of their own below.
+		[[ $msg == *"does not exist in database"* || $msg == *"cannot connect to "* ]] ||
 			finding fail source "cannot resolve the tables of publication $PUB: ${msg:-pg-snapshot-dump failed}" \
 				"change the publications so that PostgreSQL's own subscription to them would be accepted"
 	fi
@@ -437,8 +488,8 @@ preflight() {
 		# The fence matters only to switchover: bootstrap does not need it.
 		[[ $mode != check ]] || fence_check
 	else
-		finding fail source "cannot connect to the source ($SRC_DISPLAY): $(sql_error)" \
-			"check PGSYNC_SOURCE_URL, that the server runs, and that pg_hba.conf allows this role to connect to the database"
+		msg=$(sql_error)
+		finding fail source "cannot connect to the source ($SRC_DISPLAY): $msg" "$(connect_fix source "$SRC_DISPLAY" "$msg")"
 	fi
 
 	# The replication connection: logical replication uses the database's
@@ -465,8 +516,8 @@ preflight() {
 		done <<<"$rows"
 		published_generated_check "$resolved"
 	else
-		finding fail target "cannot connect to the target ($TGT_DISPLAY): $(sql_error)" \
-			"check PGSYNC_TARGET_URL, that the server runs, and that pg_hba.conf allows this role to connect"
+		msg=$(sql_error)
+		finding fail target "cannot connect to the target ($TGT_DISPLAY): $msg" "$(connect_fix target "$TGT_DISPLAY" "$msg")"
 	fi
 	((CHECK_SOURCE_OK && CHECK_TARGET_OK)) || return 0
 	[[ $mode == check ]] || return 0

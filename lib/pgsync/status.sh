@@ -11,21 +11,42 @@ WITH j AS (
   SELECT * FROM pgsync.job WHERE job = :'job'
 ), r AS (
   SELECT rt.*, extract(epoch FROM now() - rt.heartbeat_at) AS age,
-         coalesce(rt.heartbeat_interval_s, :'hb_s'::numeric) AS interval_s
+         coalesce(rt.heartbeat_interval_s, :'hb_s'::numeric) AS interval_s,
+         -- The process's target sessions that wait on a lock (it writes no
+         -- heartbeat meanwhile): the pids of the sessions they wait for.
+         (SELECT array_agg(DISTINCT b ORDER BY b) FROM pg_stat_activity a, unnest(pg_blocking_pids(a.pid)) b
+           WHERE a.application_name = 'pg-apply' AND a.usename = current_user AND a.wait_event_type = 'Lock'
+             AND a.backend_start >= rt.started_at - interval '5 s' AND rt.stopped_at IS NULL) AS blocked_by
     FROM pgsync.job_runtime rt WHERE rt.job = :'job'
-), rr AS (
-  SELECT r.*, (r.stopped_at IS NULL AND r.heartbeat_at IS NOT NULL
-               AND r.age > 3 * r.interval_s) AS stale,
-         (r.stopped_at IS NULL AND r.heartbeat_at IS NOT NULL
-          AND r.age <= 3 * r.interval_s) AS live
+), rl AS (
+  -- Alive: by the process where status runs on its host (process_alive),
+  -- by its waiting target session, else by the age of its heartbeat.
+  SELECT r.*, (r.stopped_at IS NULL AND r.heartbeat_at IS NOT NULL AND CASE
+           WHEN :'process_alive' <> '' THEN :'process_alive' = 't'
+           ELSE r.age <= 3 * r.interval_s OR r.blocked_by IS NOT NULL END) AS hb_live
     FROM r
+), run AS (
+  -- Whether the job's bootstrap or run goes on (between its programs too):
+  -- its lock where status runs on its host (job_alive), else its process
+  -- or a heartbeat of the last three intervals.
+  SELECT CASE WHEN :'job_alive' <> '' THEN :'job_alive' = 't'
+              ELSE coalesce((SELECT rl.hb_live OR (rl.age <= 3 * rl.interval_s AND j.state IN ('INITIALIZING', 'SNAPSHOTTING'))
+                               FROM rl, j), false) END AS alive
+), rr AS (
+  -- Stale: no stop recorded, and nothing of the job lives. Live: the
+  -- process, or the bootstrap or run it belongs to (no action needed).
+  SELECT rl.*, (rl.stopped_at IS NULL AND rl.heartbeat_at IS NOT NULL AND NOT rl.hb_live
+                AND NOT (SELECT alive FROM run)) AS stale,
+         rl.hb_live OR (SELECT alive FROM run) AS live FROM rl
 ), t AS (
   SELECT count(*) AS total, count(*) FILTER (WHERE state = 'done') AS done,
          coalesce(sum(rows_copied), 0) AS rows, coalesce(sum(bytes_copied), 0) AS bytes,
          coalesce(jsonb_agg(jsonb_build_object(
            'table', schema_name || '.' || table_name,
-           -- pending again after a copy started: an attempt was interrupted
-           'state', CASE WHEN state = 'pending' AND started_at IS NOT NULL THEN 'interrupted' ELSE state END,
+           -- pending again after a copy started, or copying with no
+           -- bootstrap going on: an attempt was interrupted
+           'state', CASE WHEN state = 'pending' AND started_at IS NOT NULL THEN 'interrupted'
+                         WHEN state = 'copying' AND NOT (SELECT alive FROM run) THEN 'interrupted' ELSE state END,
            'rows', rows_copied,
            'bytes', bytes_copied, 'rows_estimate', rows_estimate,
            'started_at', started_at, 'finished_at', finished_at) ORDER BY schema_name, table_name), '[]') AS tables
@@ -59,6 +80,7 @@ WITH j AS (
          rr.received_lsn, rr.applied_lsn AS rapplied, rr.lag_bytes, rr.transactions, rr.changes,
          rr.transactions_per_sec, rr.rows_per_sec, rr.reconnects, rr.rss_bytes, rr.last_apply_at,
          rr.last_commit_time, rr.interval_s, rr.heartbeat_at, rr.age, rr.started_at, rr.stopped_at, rr.stale,
+         rr.hb_live, rr.blocked_by, (SELECT alive FROM run) AS job_alive,
          t.total, t.done, t.rows, t.bytes, t.tables,
          s.reachable AS src_reachable, s.error AS src_error, s.sysid AS src_sysid,
          s.current_lsn AS src_current_lsn, s.slot_exists, l.reason AS live_reason,
@@ -80,6 +102,9 @@ WITH j AS (
     'action', CASE
         WHEN d.jstate = 'SWITCHED_OVER' THEN 'point the application at the target; pgsync switchover --undo-fence lifts the source''s fence'
             || CASE WHEN :'fenced_roles' = '' THEN ' (none recorded)' ELSE '' END
+            -- nothing consumes the slot any more: it only holds WAL
+            || CASE WHEN d.slot_exists AND d.slot_owned THEN format('; pgsync cleanup --yes drops replication slot %s, which retains %s bytes of WAL on the source',
+                                                 d.jslot, coalesce(nullif(:'slot_retained', ''), '?')) ELSE '' END
         WHEN :'fenced_roles' <> '' THEN 'pgsync switchover --undo-fence (an interrupted switchover left the source''s roles fenced)'
         WHEN d.resync_required AND d.wrong_server
           THEN format('point PGSYNC_SOURCE_URL at the job''s server (system identifier %s), then pgsync run', d.source_sysid)
@@ -97,7 +122,7 @@ WITH j AS (
         WHEN d.jstate = 'ERROR' THEN 'pgsync run'
       END,
     'last_error', d.jerror,
-    'connection_state', CASE WHEN d.is_live THEN coalesce(d.connection_state, 'unknown') ELSE 'disconnected' END,
+    'connection_state', CASE WHEN d.hb_live THEN coalesce(d.connection_state, 'unknown') ELSE 'disconnected' END,
     'positions', jsonb_build_object(
       'consistent_lsn', d.consistent_lsn, 'applied_lsn', d.japplied,
       'received_lsn', d.received_lsn, 'source_current_lsn', d.src_current_lsn),
@@ -112,7 +137,10 @@ WITH j AS (
     'snapshot', jsonb_build_object(
       'consistent_lsn', d.consistent_lsn, 'done_at', d.snapshot_done_at,
       'tables_total', d.total, 'tables_done', d.done, 'rows', d.rows, 'bytes', d.bytes,
-      'tables', d.tables, 'mode', :'mode', 'chunks', (:'chunks')::jsonb),
+      'tables', d.tables, 'mode', :'mode',
+      -- no time left to tell when no bootstrap goes on
+      'chunks', CASE WHEN jsonb_typeof((:'chunks')::jsonb) = 'object' AND NOT d.job_alive
+                     THEN (:'chunks')::jsonb || jsonb_build_object('eta_seconds', NULL) ELSE (:'chunks')::jsonb END),
     'slot', jsonb_build_object(
       'name', d.jslot, 'owned', d.slot_owned, 'exists', CASE WHEN d.src_reachable THEN d.slot_exists END,
       'active', nullif(:'slot_active', '')::boolean, 'active_pid', nullif(:'slot_active_pid', '')::int,
@@ -140,7 +168,8 @@ WITH j AS (
       'reconnects', d.reconnects, 'rss_bytes', d.rss_bytes, 'last_apply_at', d.last_apply_at,
       'last_commit_time', d.last_commit_time, 'interval_s', d.interval_s,
       'heartbeat_at', d.heartbeat_at, 'age_seconds', round(d.age::numeric, 3),
-      'started_at', d.started_at, 'stopped_at', d.stopped_at, 'stale', coalesce(d.stale, false)) END,
+      'started_at', d.started_at, 'stopped_at', d.stopped_at, 'stale', coalesce(d.stale, false),
+      'alive', coalesce(d.hb_live, false), 'blocked_by', to_jsonb(d.blocked_by)) END,
     'created_at', d.created_at,
     'updated_at', d.updated_at) AS v
     FROM d
@@ -158,8 +187,15 @@ SELECT CASE :'format'
       'fenced roles:    ' || (SELECT string_agg(r, ', ') FROM jsonb_array_elements_text(v #> '{switchover,fenced_roles}') r) END,
     'connection:      ' || (v ->> 'connection_state') || coalesce(format(' (pid %s on %s, heartbeat %s s ago%s)',
         v #>> '{heartbeat,pid}', v #>> '{heartbeat,host}', v #>> '{heartbeat,age_seconds}',
-        CASE WHEN (v #>> '{heartbeat,stale}')::boolean THEN ', STALE: the process is probably gone'
+        CASE WHEN (v #>> '{heartbeat,stale}')::boolean AND :'process_alive' = 'f' THEN ', STALE: the process is gone'
+             WHEN (v #>> '{heartbeat,stale}')::boolean THEN ', STALE: the process is probably gone'
+             WHEN v #>> '{heartbeat,stopped_at}' IS NULL AND NOT (v #>> '{heartbeat,alive}')::boolean THEN
+               ', the process ended; pgsync goes on with the job (between its programs, or retrying)'
              WHEN v #>> '{heartbeat,stopped_at}' IS NOT NULL THEN ', stopped at ' || (v #>> '{heartbeat,stopped_at}')
+             WHEN jsonb_typeof(v #> '{heartbeat,blocked_by}') = 'array' THEN
+               ', alive: waiting on a lock held by pid ' || (SELECT string_agg(p, ', ') FROM jsonb_array_elements_text(v #> '{heartbeat,blocked_by}') p)
+             WHEN (v #>> '{heartbeat,age_seconds}')::numeric > 3 * (v #>> '{heartbeat,interval_s}')::numeric THEN
+               ', alive: busy or waiting for the target'
              ELSE '' END), ''),
     'applied:         ' || coalesce(v #>> '{positions,applied_lsn}', '-') ||
         coalesce(' (lag ' || (v #>> '{lag,bytes}') || ' bytes', ' (lag unknown') ||
@@ -195,7 +231,7 @@ SELECT CASE :'format'
       ('pgsync_state', 'Job state: 1 for the current state, 0 for the others.', 'gauge', NULL),
       ('pgsync_resync_required', 'Whether the job needs a resync (cleanup and bootstrap).', 'gauge', ((v ->> 'resync_required')::boolean)::int::numeric),
       ('pgsync_connected', 'Whether the running process reports a live source connection.', 'gauge', ((v ->> 'connection_state') = 'connected')::int::numeric),
-      ('pgsync_heartbeat_stale', 'Whether the heartbeat is older than three intervals without a recorded stop.', 'gauge', coalesce((v #>> '{heartbeat,stale}')::boolean, false)::int::numeric),
+      ('pgsync_heartbeat_stale', 'Whether the process is gone without a recorded stop (on its host by its pid and the job''s lock, elsewhere after three intervals without a heartbeat).', 'gauge', coalesce((v #>> '{heartbeat,stale}')::boolean, false)::int::numeric),
       ('pgsync_heartbeat_age_seconds', 'Seconds since the last heartbeat.', 'gauge', (v #>> '{heartbeat,age_seconds}')::numeric),
       ('pgsync_applied_lsn_bytes', 'Applied source position as a byte offset.', 'gauge', pg_wal_lsn_diff((v #>> '{positions,applied_lsn}')::pg_lsn, '0/0')),
       ('pgsync_lag_bytes', 'Bytes of source WAL not yet applied.', 'gauge', (v #>> '{lag,bytes}')::numeric),
@@ -259,11 +295,41 @@ SELECT CASE WHEN c.done = 0 AND :'mode' <> 'chunked' THEN 'null' ELSE jsonb_buil
   FROM c, r, e, pgsync.job j WHERE j.job = :'job'
 SQL
 
+# job_liveness: where status runs on the host of the job's process (the
+# heartbeat's host), the process itself says whether it lives, however old
+# its heartbeat: one that waits on a lock or rides out a target outage
+# writes none, one killed with -9 recorded no stop. PROCESS_ALIVE (t or f):
+# the heartbeat's pid runs and is one of ours. JOB_ALIVE (t or f): a
+# bootstrap, run or cleanup of the job holds its lock (lock_job), between
+# its programs too. Both are "" elsewhere: status then goes by the
+# heartbeat's age and the target sessions.
+job_liveness() {
+	local row pid host fd comm
+	PROCESS_ALIVE="" JOB_ALIVE=""
+	row=$(sql tgt <<<"SELECT pid, host FROM pgsync.job_runtime WHERE job = :'job'") || return 0
+	IFS=$'\x1f' read -r pid host <<<"$row"
+	[[ -n $host && $host == "$HOSTNAME" ]] || return 0
+	PROCESS_ALIVE=f
+	if [[ $pid =~ ^[0-9]+$ ]] && pid_running "$pid" && comm=$(<"/proc/$pid/comm") && [[ $comm == pg-* ]]; then
+		PROCESS_ALIVE=t
+	fi
+	# A shared lock is granted only while no pgsync of the job holds it.
+	if [[ -f $STATE_DIR/lock ]] && exec {fd}<"$STATE_DIR/lock"; then
+		if flock -n -s "$fd"; then
+			JOB_ALIVE=f PROCESS_ALIVE=f
+		else
+			JOB_ALIVE=t
+		fi
+		exec {fd}<&-
+	fi
+} 2>/dev/null
+
 cmd_status() {
 	setup_connections no
 	catalog_exists || die $EX_PREFLIGHT "the target ($TGT_DISPLAY) has no pgsync schema: job $JOB was never bootstrapped (pgsync bootstrap)"
 	job_load
 	((JOB_EXISTS)) || die $EX_PREFLIGHT "job $JOB does not exist in the target ($TGT_DISPLAY): pgsync bootstrap creates it"
+	job_liveness
 
 	local reachable=f src_error="" sysid="" lineage_why="" rc=1
 	SLOT_EXISTS=0
@@ -306,5 +372,6 @@ cmd_status() {
 		-v slot_wal_status="${SLOT_WAL_STATUS:-}" -v slot_invalid="${SLOT_INVALID:-}" \
 		-v slot_retained="${SLOT_RETAINED:-}" -v slot_lag="${SLOT_LAG:-}" \
 		-v alarm="${CFG[safety.wal_retention_alarm_bytes]}" -v alarm_action="${CFG[safety.wal_retention_action]}" \
+		-v process_alive="$PROCESS_ALIVE" -v job_alive="$JOB_ALIVE" \
 		<<<"$STATUS_SQL" | ha_status "$format" || die $EX_RUNTIME "cannot read the status of job $JOB from the target: $(sql_error)"
 }

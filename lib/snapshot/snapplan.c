@@ -385,6 +385,8 @@ add_part(struct planner *p, int table, const char *from, bool only, const char *
 	part->index = ++plan->tables[table].nparts;
 	part->weight = weight;
 	part->lo = part->hi = NULL;
+	part->from = xstrdup(from);
+	part->by = NULL;
 	if (cond == NULL && order == NULL && ti->rowfilter == NULL && !ti->generated && only &&
 		strcmp(from, ti->qname) == 0)
 	{
@@ -515,7 +517,7 @@ plan_leaf(struct planner *p, const struct leaf *l)
 			buf_printf(&cond, "%s >= %s", col, bounds[nb - 1]);
 		else
 			buf_printf(&cond, "%s >= %s AND %s < %s", col, bounds[i - 1], col, bounds[i]);
-		add_part(p, l->table, l->qname, true, buf_cstr(&cond), weight / (nb + 1), NULL);
+		add_part(p, l->table, l->qname, true, buf_cstr(&cond), weight / (nb + 1), NULL)->by = xstrdup(col);
 		buf_free(&cond);
 	}
 	for (int i = 0; i < nb; i++)
@@ -613,6 +615,7 @@ plan_chunked(struct planner *p, int table, double est, int *rc)
 		part = add_part(p, table, ti->qname, !root, cond, (est > 0 ? est : 0) / nr, order);
 		part->lo = r[i].lo;
 		part->hi = r[i].hi;
+		part->by = xstrdup(k->qcols[0]);
 		free(cond);
 		free(lead);
 	}
@@ -787,6 +790,8 @@ snapplan_free(struct snap_plan *plan)
 		const struct snap_key *k = plan->tables[plan->parts[i].table].key;
 
 		free(plan->parts[i].sql);
+		free(plan->parts[i].from);
+		free(plan->parts[i].by);
 		chunk_values_free(plan->parts[i].lo, k ? k->nkey : 0);
 		chunk_values_free(plan->parts[i].hi, k ? k->nkey : 0);
 	}

@@ -33,6 +33,10 @@ struct snap_part {
 	char *sql;					/* COPY ... TO STDOUT */
 	double weight;				/* estimated rows, for largest-first order */
 	char **lo, **hi;			/* key range (lo, hi] of a table with a key; NULL: unbounded */
+	/* For the log, which never shows the bounds (values of rows): the
+	 * relation read (a partition of a root) and the column the range is
+	 * of ("ctid" for blocks), NULL for a whole table. */
+	char *from, *by;
 };
 
 struct snap_plan {

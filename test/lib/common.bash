@@ -83,3 +83,12 @@ wait_until() {
 sanitized() {
 	grep -q __asan_init "$PGSYNC_BIN/$1" 2>/dev/null
 }
+
+# The UTC time a log line other than an error begins with (lib/base/log.c,
+# bin/pgsync's emit), as an extended regular expression.
+LOG_TIME_RE='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z '
+
+# untimed TEXT: TEXT without the time at the start of each of its lines.
+untimed() {
+	sed -E "s/^$LOG_TIME_RE//" <<<"$1"
+}

@@ -3,6 +3,8 @@
 #include "conn.c"
 #include "log.h"
 
+#include <unistd.h>
+
 static void
 no_password(const char *conninfo, const char *expect_substr)
 {
@@ -28,9 +30,36 @@ main(void)
 	no_password("host=db password='s3cret' dbname=shop", "host=db");
 	no_password("postgres://app:s3cret@/shop?host=/tmp/sock", "host=/tmp/sock");
 
-	char out[128];
+	char out[256];
 	conn_display("this is not = valid '", out, sizeof(out));
 	CHECK(strstr(out, "invalid") != NULL);
+
+	/* Every connection named with host, port, user and database: from
+	 * its service (never its password), then libpq's defaults. */
+	char svc[] = "/tmp/conn_test.XXXXXX";
+	int fd = mkstemp(svc);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	CHECK(f != NULL);
+	if (f)
+	{
+		fputs("[other]\nhost=wrong\n[pgsync_target]\nhost=tgt.example.com\nport=6432\n"
+			  "user=sync\npassword=s3cret\ndbname=shop\n", f);
+		fclose(f);
+	}
+	setenv("PGSERVICEFILE", svc, 1);
+	unsetenv("PGSERVICE");
+	unsetenv("PGHOST");
+	unsetenv("PGPORT");
+	unsetenv("PGDATABASE");
+	setenv("PGUSER", "envuser", 1);
+	no_password("service=pgsync_target", "host=tgt.example.com port=6432 user=sync dbname=shop");
+	no_password("service=pgsync_target port=7000 dbname=other", "host=tgt.example.com port=7000 user=sync dbname=other");
+	unlink(svc);
+	no_password("host=db", "host=db port=5432 user=envuser dbname=envuser");
+	no_password("postgresql:///shop", "host=(local socket) port=5432 user=envuser dbname=shop");
+	conn_display("service=pgsync_target", out, sizeof(out));
+	CHECK(strstr(out, "libpq defaults") == NULL);
 
 	/* Result shape: rows and fields both checked, streamutil.c's wording. */
 	struct pgerr pe;
