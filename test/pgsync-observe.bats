@@ -104,7 +104,7 @@ interrupted_now() {
 	[ "$(js '[.snapshot.tables[] | select(.state == "interrupted")] | length')" -ge 1 ]
 	[ "$(js .action)" = "pgsync bootstrap" ]
 	run pgs ob status --prometheus
-	[[ $output == *$'\npgsync_connected{job="ob"} 0\n'* ]]
+	[[ $output == *$'\npgsync_connected{pgsync_job="ob"} 0\n'* ]]
 	[[ $output != *"pgsync_snapshot_eta_seconds{"* ]]
 	[ "$(js .heartbeat.alive)" = false ]
 }
@@ -159,8 +159,8 @@ alive_and_connected() {
 	[ "$(js .heartbeat.alive)" = true ]
 	[ "$(js .action)" = null ]
 	run pgs ob status --prometheus
-	[[ $output == *$'\npgsync_connected{job="ob"} 1\n'* ]]
-	[[ $output == *$'\npgsync_heartbeat_stale{job="ob"} 0\n'* ]]
+	[[ $output == *$'\npgsync_connected{pgsync_job="ob"} 1\n'* ]]
+	[[ $output == *$'\npgsync_heartbeat_stale{pgsync_job="ob"} 0\n'* ]]
 }
 
 # running_job: the job bootstrapped and streaming, with a heartbeat a second.
