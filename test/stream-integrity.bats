@@ -269,7 +269,7 @@ zstd_frames() {
 	# INTEGRITY_FLIPS (offset, bit) pairs from a fixed seed: 80 in make
 	# check, INTEGRITY_FLIPS=1000 for a long run.
 	local flips=${INTEGRITY_FLIPS:-80}
-	local n=0 off bit status got allowed j k prefix same=0 checksum=0 decomp=0 malformed=0 truncated=0 other=0
+	local n=0 off bit status got allowed j k prefix same=0 checksum=0 decomp=0 malformed=0 truncated=0 identity=0 other=0
 	RANDOM=15
 	while ((n < flips)); do
 		n=$((n + 1))
@@ -290,6 +290,9 @@ zstd_frames() {
 			*"checksum"*) checksum=$((checksum + 1)) ;;
 			*"cannot decompress"* | *"cannot verify"*) decomp=$((decomp + 1)) ;;
 			*"truncated"*) truncated=$((truncated + 1)) ;;
+			# A flip in a later segment's header, read before its frame's
+			# checksum: another source, refused before anything of it.
+			*"another server than the job's"*) [ "$status" -eq 4 ] && identity=$((identity + 1)) || other=$((other + 1)) ;;
 			*) [ "$status" -eq 5 ] && malformed=$((malformed + 1)) || other=$((other + 1)) ;;
 		esac
 		# Only the rows of the frames before the damaged one, exactly as the
@@ -306,7 +309,7 @@ zstd_frames() {
 		[ "$got" = "$prefix" ] ||
 			{ echo "flip $n (byte $off bit $bit, exit $status): rows beyond the $allowed of the frames before the damaged one: $(<"$dir/err")"; return 1; }
 	done
-	echo "# -z archive of $size bytes in $nframes frames, $flips seeded bit flips: identical result $same; rejected: checksum mismatch $checksum, other zstd error $decomp, malformed text $malformed, truncated $truncated, other $other" >&3
+	echo "# -z archive of $size bytes in $nframes frames, $flips seeded bit flips: identical result $same; rejected: checksum mismatch $checksum, other zstd error $decomp, malformed text $malformed, truncated $truncated, another source $identity, other $other" >&3
 	((other == 0))
 }
 
