@@ -137,6 +137,9 @@ has_data() {
 }
 
 @test "a real Prometheus scraping the textfile collector loads the rules, sees no alert on a healthy job and answers every dashboard query with data" {
+	# Three servers and a scrape loop beside the other files of make check
+	# once lost its Prometheus mid-test: the long tier runs it alone.
+	[[ ${PGSYNC_TEST_MONITORING:-} == 1 ]] || skip "a live Prometheus and node exporter: set PGSYNC_TEST_MONITORING=1 (long tier)"
 	need prometheus prometheus-node-exporter promtool curl
 	local d=$BATS_FILE_TMPDIR/prom
 	mkdir -p "$d/textfile" "$d/data"
