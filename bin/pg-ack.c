@@ -168,7 +168,7 @@ source_identity(PGconn *conn, const struct opts *o, const struct checkpoint *cp,
 	snprintf(id->sysid, sizeof(id->sysid), "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	/* The timeline is not read on this connection: not compared. */
-	if (!identity_same(cp->sysid, 0, id->sysid, 0, why, sizeof(why)))
+	if (!identity_same(cp->sysid, id->sysid, why, sizeof(why)))
 		other_server(o, why);
 }
 

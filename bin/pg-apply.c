@@ -356,7 +356,7 @@ on_header(const struct sr_record *rec)
 	if (!A.job_ready)
 		init_job(rec);
 	/* A later timeline is judged below (lineage_judge()). */
-	else if (!identity_same(A.sysid, 0, rec->sysid, rec->timeline, why, sizeof(why)))
+	else if (!identity_same(A.sysid, rec->sysid, why, sizeof(why)))
 		applyreport_fail_at(&A, EXIT_CONTINUITY,
 				"%s (the stream changed source); nothing of it is applied: resync required, "
 				"unless the job's own server answers again", why);

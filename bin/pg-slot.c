@@ -669,7 +669,7 @@ cmd_lineage(const struct opts *o)
 	 * that holds what the job took is its history; an earlier one is not
 	 * the job's primary (an old primary come back); another branch is
 	 * continuity lost. */
-	if (o->timeline != 0 && id.timeline != o->timeline && identity_same(o->sysid, 0, id.sysid, id.timeline, why, sizeof(why)))
+	if (o->timeline != 0 && id.timeline != o->timeline && identity_same(o->sysid, id.sysid, why, sizeof(why)))
 	{
 		struct lineage hist;
 		char judged[512];

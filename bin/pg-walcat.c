@@ -474,7 +474,7 @@ prepare(struct walcat *w, PGconn *repl, lsn_t *start, uint32_t *timeline,
 	if ((rc = read_ack(w)) != EXIT_DONE)
 		return rc;
 	/* Another timeline is follow_lineage()'s to judge, below. */
-	if (!identity_same(w->sysid, 0, id.sysid, id.timeline, why, sizeof(why)))
+	if (!identity_same(w->sysid, id.sysid, why, sizeof(why)))
 		return other_server(why);
 
 	/* A server restart leaves the old normal connection looking fine until

@@ -86,7 +86,7 @@ jobrow_open(PGconn *meta, const char *job, const struct job_identity *id, lsn_t 
 		return false;
 	}
 	/* The timeline is pg-apply's to judge by the stream's history. */
-	if (!identity_same(PQgetvalue(res, 0, 1), 0, id->sysid, id->timeline, why, sizeof(why)))
+	if (!identity_same(PQgetvalue(res, 0, 1), id->sysid, why, sizeof(why)))
 	{
 		apply_err_set(err, EXIT_CONTINUITY, "%s, job \"%s\"; nothing of the stream is applied: resync required, "
 					  "unless the job's own server answers again", why, job);

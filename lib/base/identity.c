@@ -18,18 +18,11 @@ identity_other(char *msg, size_t msglen, const char *fmt, ...)
 }
 
 bool
-identity_same(const char *job_sysid, uint32_t job_timeline,
-			  const char *sysid, uint32_t timeline, char *msg, size_t msglen)
+identity_same(const char *job_sysid, const char *sysid, char *msg, size_t msglen)
 {
 	if (job_sysid && job_sysid[0] && strcmp(job_sysid, sysid) != 0)
 	{
 		identity_other(msg, msglen, "system identifier %s, the job's is %s", sysid, job_sysid);
-		return false;
-	}
-	if (job_timeline != 0 && timeline != job_timeline)
-	{
-		identity_other(msg, msglen, "system identifier %s on timeline %u, the job's is on timeline %u",
-					   sysid, timeline, job_timeline);
 		return false;
 	}
 	return true;

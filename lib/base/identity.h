@@ -20,16 +20,12 @@
 #define IDENTITY_OTHER_SERVER "another server than the job's"
 
 /*
- * True when a server or stream of system identifier sysid on timeline
- * timeline can be the job's. What the job does not know yet ("" or NULL,
- * timeline 0) is not compared. Otherwise false, with the reason in msg.
- *
- * Another timeline is refused: a promoted standby's timeline whose history
- * holds the job's position would carry the job's history on, but nothing
- * here reads the history yet.
+ * True when a server or stream of system identifier sysid can be the job's.
+ * What the job does not know yet ("" or NULL) is not compared. Otherwise
+ * false, with the reason in msg. Another timeline is not this rule's: it is
+ * judged by its history (source/lineage).
  */
-bool identity_same(const char *job_sysid, uint32_t job_timeline,
-				   const char *sysid, uint32_t timeline, char *msg, size_t msglen);
+bool identity_same(const char *job_sysid, const char *sysid, char *msg, size_t msglen);
 
 /* msg = "the source is another server than the job's: " + the detail. */
 void identity_other(char *msg, size_t msglen, const char *fmt, ...)

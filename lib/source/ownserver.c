@@ -10,7 +10,7 @@ own_server_holds(const struct own_server *job, const struct sysident *id,
 	char a[LSN_BUFSZ], b[LSN_BUFSZ];
 
 	/* Another timeline is lineage_judge()'s: the caller judged it already. */
-	if (!identity_same(job->sysid, 0, id->sysid, id->timeline, msg, msglen))
+	if (!identity_same(job->sysid, id->sysid, msg, msglen))
 		return false;
 	if (slot == NULL)
 		return true;
