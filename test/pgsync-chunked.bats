@@ -549,6 +549,14 @@ cp_done_rows() {
 		|| coalesce(sum(rows) FILTER (WHERE table_name LIKE 'cp\_l\_%'), 0) FROM pgsync.table_chunk WHERE job = 'cp'"
 }
 
+# cp_both_started: cp_r and cp_l each have rows in done chunks, or the copy
+# is over (then the caller sees it completed).
+cp_both_started() {
+	local dr dl
+	read -r dr dl <<<"$(cp_done_rows)"
+	((dr > 0 && dl > 0)) || ! kill -0 "$BG_PID" 2>/dev/null
+}
+
 # cp_killed_and_resumed LOAD: a bootstrap under LOAD, pgsync killed with -9
 # mid-copy, bootstrap again. Sets CP_DONE (the rows in chunks done before
 # the resume) and CP_INSERTED (what the resumed attempt inserted), or
@@ -561,6 +569,9 @@ cp_killed_and_resumed() {
 	cp_load "$1"
 	pgs_bg "$BATS_TEST_TMPDIR/bs.log" cp bootstrap
 	wait_until 120 cp_chunks_at_least 12 || { cat "$BATS_TEST_TMPDIR/bs.log"; return 1; }
+	# Both tables partly copied, so that the resume has done chunks of each
+	# to leave alone (the workers may have started on one table only).
+	wait_until 120 cp_both_started || { cat "$BATS_TEST_TMPDIR/bs.log"; return 1; }
 	kill -KILL "$BG_PID" || true
 	echo "# $1: kill -9 of pgsync after $(cp_chunks) chunks" >&3
 	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
