@@ -286,7 +286,6 @@ follow_timeline(const struct sr_record *rec)
 	log_info("%s: job \"%s\" goes on on timeline %u", msg, A.job, rec->timeline);
 	A.timeline = A.scfg.id.timeline = rec->timeline;
 	/* The checkpoint names the timeline too, even at the same position. */
-	A.cp_ever = false;
 	applyreport_checkpoint(&A, true);
 }
 
@@ -317,7 +316,7 @@ init_job(const struct sr_record *rec)
 		applyreport_fail(&A, &err);
 	/* The checkpoint belongs to the timeline the target recorded. */
 	id.timeline = recorded;
-	if (A.checkpoint_path && !jobrow_check_checkpoint(A.checkpoint_path, A.job, &id, A.durable, &err))
+	if (A.checkpoint_path && !jobrow_check_checkpoint(A.checkpoint_path, A.job, &id, A.durable, &A.cp_floor, &err))
 		applyreport_fail(&A, &err);
 	A.applied = A.received = A.durable;
 	A.timeline = id.timeline = recorded;
@@ -345,6 +344,20 @@ init_job(const struct sr_record *rec)
 }
 
 /* --- records ----------------------------------------------------------- */
+
+/*
+ * A position the stream carried: read (received), and the most any stream
+ * of this run reached (carried), which bounds what the checkpoint file may
+ * say (applyreport_checkpoint()).
+ */
+static void
+saw(lsn_t lsn)
+{
+	if (lsn > A.received)
+		A.received = lsn;
+	if (lsn > A.carried)
+		A.carried = lsn;
+}
 
 static void
 on_header(const struct sr_record *rec)
@@ -410,6 +423,7 @@ skip_snapshot(lsn_t at, const char *done)
 	log_info("%s:%llu: snapshot at %s is already applied (position %s): skipped",
 			 input_name(A.in), (unsigned long long) input_lineno(A.in),
 			 lsn_format(at, a), lsn_format(A.applied, b));
+	saw(at);
 	for (;;)
 	{
 		struct sr_record rec;
@@ -488,8 +502,7 @@ on_snapshot(const struct sr_record *rec)
 	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
 		applyreport_fail(&A, &err);
 	A.durable = A.applied = A.skip_below = pos;
-	if (pos > A.received)
-		A.received = pos;
+	saw(pos);
 	applyreport_checkpoint(&A, true);
 	if (!relcache_load_tables(A.rc, A.meta, &err))
 		applyreport_fail(&A, &err);
@@ -530,8 +543,7 @@ on_line(const char *line, size_t len)
 	{
 		case SR_HEADER:
 			on_header(&rec);
-			if (rec.lsn > A.received)
-				A.received = rec.lsn;
+			saw(rec.lsn);
 			break;
 		case SR_RELATION:
 		case SR_TYPE:
@@ -569,8 +581,7 @@ on_line(const char *line, size_t len)
 			log_debug("ignoring a logical message at line %llu", (unsigned long long) input_lineno(A.in));
 			break;
 		case SR_COMMIT:
-			if (rec.end_lsn > A.received)
-				A.received = rec.end_lsn;
+			saw(rec.end_lsn);
 			if (A.skipping)
 			{
 				A.skipping = false;
@@ -590,8 +601,7 @@ on_line(const char *line, size_t len)
 			return true;
 		case SR_POSITION:
 		case SR_END:
-			if (rec.lsn > A.received)
-				A.received = rec.lsn;
+			saw(rec.lsn);
 			if (rec.lsn > A.applied)
 			{
 				A.applied = rec.lsn;

@@ -2,7 +2,8 @@
 # pg-walcat after a reconnect: the downstream may still apply, and
 # acknowledge, what the stream before the new header carried, past where the
 # new stream starts. That acknowledgement is the run's own, not a position
-# "this stream never wrote".
+# "this stream never wrote". And a new pipeline started from a checkpoint
+# file that lags the target: pg-apply says no more than the stream carried.
 
 load lib/cluster
 load lib/slot
@@ -10,7 +11,8 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	cluster_start src
-	psql_at src -c "CREATE TABLE t (id serial PRIMARY KEY, v text)"
+	cluster_start tgt
+	both "CREATE TABLE t (id serial PRIMARY KEY, v text)"
 	psql_at src -c "CREATE PUBLICATION pub FOR TABLE t"
 }
 
@@ -67,4 +69,46 @@ lines_at_least() {
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/err"; return 1; }
 	! grep -q "cannot come from" "$BATS_TEST_TMPDIR/err"
+}
+
+@test "a checkpoint file behind the target (pg-apply killed between its commit and the file): the next pipeline starts from the file, pg-apply never acknowledges past what the stream carried, and it runs on" {
+	local ckpt=$BATS_TEST_TMPDIR/applied.lsn end pid apid rc=0 arc=0
+	new_slot lag_slot
+	psql_at src -c "INSERT INTO t (v) VALUES ('first')"
+	end=$(psql_at src -c "SELECT pg_current_wal_lsn()")
+	# Nothing confirmed on the slot: the next stream carries all of it again.
+	pg-walcat -d "$src_URL" --slot lag_slot --publication pub --endpos "$end" 2>/dev/null |
+		pg-apply -d "$tgt_URL" --checkpoint "$ckpt" 2>/dev/null
+	cp "$ckpt" "$ckpt.behind"
+	# About 2 MB more, applied: the target is ahead of the copy kept.
+	psql_at src -c "INSERT INTO t (v) SELECT repeat(md5(g::text), 8) FROM generate_series(1, 8000) g"
+	end=$(psql_at src -c "SELECT pg_current_wal_lsn()")
+	pg-walcat -d "$src_URL" --slot lag_slot --publication pub --endpos "$end" 2>/dev/null |
+		pg-apply -d "$tgt_URL" --checkpoint "$ckpt" 2>/dev/null
+	[ "$(psql_at tgt -c "SELECT count(*) FROM t")" = 8001 ]
+	(($(lsn_num "$(head -n 1 "$ckpt")") > $(lsn_num "$(head -n 1 "$ckpt.behind")")))
+	# As after a kill -9 of pg-apply between its commit and the file.
+	mv "$ckpt.behind" "$ckpt"
+	# pg-apply reads the header at once, the rest after 3 s: pg-walcat, its
+	# output blocked on the full pipe, reads the file many times meanwhile.
+	pg-walcat -d "$src_URL" --slot lag_slot --publication pub --ack-file "$ckpt" --status-interval 100ms \
+		2>"$BATS_TEST_TMPDIR/walcat.err" 3>&- |
+		{ IFS= read -r line; printf '%s\n' "$line"; sleep 3; exec cat; } |
+		pg-apply -d "$tgt_URL" --checkpoint "$ckpt" 2>"$BATS_TEST_TMPDIR/apply.err" 3>&- &
+	apid=$!
+	echo "$apid" >>"$BATS_TEST_TMPDIR/pids"
+	wait_until 20 pgrep -f "pg-walcat.*lag_slot"
+	pid=$(pgrep -f "pg-walcat.*lag_slot")
+	sleep 4
+	psql_at src -c "INSERT INTO t (v) VALUES ('after')"
+	wait_until 30 sql_is tgt 8002 "SELECT count(*) FROM t" ||
+		{ cat "$BATS_TEST_TMPDIR/walcat.err" "$BATS_TEST_TMPDIR/apply.err"; return 1; }
+	kill -0 "$pid"
+	kill -TERM "$pid"
+	wait "$apid" || arc=$?
+	cat "$BATS_TEST_TMPDIR/walcat.err"
+	! grep -q "cannot come from" "$BATS_TEST_TMPDIR/walcat.err"
+	[ "$arc" -eq 0 ]
+	# The file caught up with the target, and the slot with the file.
+	[ "$(head -n 1 "$ckpt")" = "$(psql_at tgt -c "SELECT applied_lsn FROM pgsync.job")" ]
 }

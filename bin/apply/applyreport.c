@@ -13,28 +13,38 @@
 /* The checkpoint file is rewritten at most this often, unless forced. */
 #define CHECKPOINT_EVERY_MS 200
 
+lsn_t
+applyreport_checkpoint_lsn(const struct apply_state *a)
+{
+	lsn_t lsn = a->durable < a->carried ? a->durable : a->carried;
+
+	return lsn > a->cp_floor ? lsn : a->cp_floor;
+}
+
 void
 applyreport_checkpoint(struct apply_state *a, bool force)
 {
 	struct checkpoint cp;
 	char err[512];
+	lsn_t lsn = applyreport_checkpoint_lsn(a);
 
 	/* Nothing applied yet on a new job: no file, which every reader takes
 	 * as "nothing confirmed" (a 0/0 one would read as a slot gone past it). */
-	if (a->checkpoint_path == NULL || !a->job_ready || a->durable == LSN_INVALID)
+	if (a->checkpoint_path == NULL || !a->job_ready || lsn == LSN_INVALID)
 		return;
-	if (a->cp_ever && a->cp_written == a->durable)
+	if (a->cp_ever && a->cp_written == lsn && a->cp_timeline == a->timeline)
 		return;
 	if (!force && now_ms() - a->cp_last_ms < CHECKPOINT_EVERY_MS)
 		return;
 	memset(&cp, 0, sizeof(cp));
-	cp.lsn = a->durable;
+	cp.lsn = lsn;
 	snprintf(cp.sysid, sizeof(cp.sysid), "%s", a->sysid);
 	cp.timeline = a->timeline;
 	snprintf(cp.slot, sizeof(cp.slot), "%s", strcmp(a->slot, "-") == 0 ? "" : a->slot);
 	if (checkpoint_write(a->checkpoint_path, &cp, err, sizeof(err)) != 0)
 		log_fatal(EXIT_RUNTIME, "%s", err);
-	a->cp_written = a->durable;
+	a->cp_written = lsn;
+	a->cp_timeline = a->timeline;
 	a->cp_last_ms = now_ms();
 	a->cp_ever = true;
 }
@@ -96,7 +106,7 @@ applyreport_wait_ms(const struct apply_state *a)
 
 	if (a->hb && heartbeat_wait_ms(a->hb) < w)
 		w = heartbeat_wait_ms(a->hb);
-	if (a->checkpoint_path && a->cp_ever && a->cp_written != a->durable)
+	if (a->checkpoint_path && a->cp_ever && a->cp_written != applyreport_checkpoint_lsn(a))
 	{
 		uint64_t since = now_ms() - a->cp_last_ms;
 

@@ -82,7 +82,16 @@ struct apply_state {
 	uint64_t transactions, skipped;
 	uint64_t changes, rows_mark;	/* rows committed; applier_rows() at the last batch end */
 	double last_apply_at;
-	lsn_t cp_written;
+	/*
+	 * The checkpoint file: what it says (position and timeline) once
+	 * written, and what it said when pg-apply began (cp_floor, never gone
+	 * below). It says the durable position, but never more than the
+	 * streams read so far carried (carried): after a kill the file may lag
+	 * the target, and pg-walcat, started from the file, refuses an
+	 * acknowledgement past what it wrote.
+	 */
+	lsn_t carried, cp_floor, cp_written;
+	uint32_t cp_timeline;
 	uint64_t cp_last_ms;
 	bool cp_ever;
 };

@@ -139,11 +139,12 @@ jobrow_set_timeline(PGconn *meta, const char *job, uint32_t timeline, struct app
 
 bool
 jobrow_check_checkpoint(const char *path, const char *job, const struct job_identity *id,
-						lsn_t applied, struct apply_err *err)
+						lsn_t applied, lsn_t *in_file, struct apply_err *err)
 {
 	struct checkpoint cp;
 	char msg[512], a[LSN_BUFSZ], b[LSN_BUFSZ];
 
+	*in_file = 0;
 	switch (checkpoint_read(path, &cp, msg, sizeof(msg)))
 	{
 		case CP_MISSING:
@@ -170,6 +171,7 @@ jobrow_check_checkpoint(const char *path, const char *job, const struct job_iden
 					  path, lsn_format(cp.lsn, a), lsn_format(applied, b), job);
 		return false;
 	}
+	*in_file = cp.lsn;
 	return true;
 }
 

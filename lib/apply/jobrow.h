@@ -41,10 +41,11 @@ bool jobrow_open(PGconn *meta, const char *job, const struct job_identity *id,
 bool jobrow_set_timeline(PGconn *meta, const char *job, uint32_t timeline, struct apply_err *err);
 
 /* A checkpoint file must belong to the same source and not claim more than
- * the target has applied. A missing file is fine. */
+ * the target has applied. A missing file is fine. *in_file: the position it
+ * says (0 when missing). */
 bool jobrow_check_checkpoint(const char *path, const char *job,
 							 const struct job_identity *id, lsn_t applied,
-							 struct apply_err *err);
+							 lsn_t *in_file, struct apply_err *err);
 
 /* A snapshot section completed: its position is now the applied one. */
 bool jobrow_snapshot_done(PGconn *meta, const char *job, lsn_t position,
