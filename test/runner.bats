@@ -20,7 +20,8 @@ run_bats() {
 		[[ $dir == *bats-core* ]] || path+=${path:+:}$dir
 	done
 	unset IFS
-	run env -i PATH="$path" HOME="$HOME" "$PGSYNC_ROOT/test/run-bats" "$@"
+	run env -i PATH="$path" HOME="$HOME" ${PGSYNC_TEST_FILE_TIMEOUT:+PGSYNC_TEST_FILE_TIMEOUT=$PGSYNC_TEST_FILE_TIMEOUT} \
+		"$PGSYNC_ROOT/test/run-bats" "$@"
 }
 
 # A test file t/NAME.bats with the given lines. (The @ is spliced in: bats
@@ -112,4 +113,19 @@ ok 5 b2" ]
 	run_bats
 	[ "$status" -eq 2 ]
 	[[ $output == "usage: run-bats "* ]]
+}
+
+@test "a file still running after PGSYNC_TEST_FILE_TIMEOUT is stopped and counts as failed; the others' results stand" {
+	test_file hangs '@test "h1" { true; }' '@test "h2" { sleep 60; }' '@test "h3" { true; }'
+	test_file fine '@test "f1" { true; }'
+	PGSYNC_TEST_FILE_TIMEOUT=3 run_bats -j 2 t/hangs.bats t/fine.bats
+	echo "$output"
+	[ "$status" -eq 1 ]
+	grep -qx 'ok 1 h1 in [0-9]*ms' <<<"$output"
+	grep -q '^not ok [0-9]* t/hangs.bats: still running after 3 s (PGSYNC_TEST_FILE_TIMEOUT): stopped' <<<"$output"
+	grep -qx 'ok [0-9]* f1 in [0-9]*ms' <<<"$output"
+	[ "${lines[-1]}" = "bats: 2 passed, 2 failed, 0 skipped" ]
+	PGSYNC_TEST_FILE_TIMEOUT=soon run_bats t/fine.bats
+	[ "$status" -eq 2 ]
+	[ "$output" = "run-bats: error: PGSYNC_TEST_FILE_TIMEOUT must be a positive number of seconds" ]
 }
