@@ -303,7 +303,9 @@ copy_pipeline() {
 		--max-message-bytes "${CFG[resources.max_message_bytes]}" \
 		--heartbeat-interval "${CFG[safety.heartbeat_interval]}" --connection-file "$STATE_DIR/connection" \
 		--log-level "$LOG_LEVEL_NAME"
+	progress_start
 	supervise "$BS_DEADLINE" "pg-snapshot-dump:$dump_pid" "pg-apply:$SPAWN_PID"
+	progress_end
 	[[ $SUP_RESULT == ok ]] || step_failed "$what"
 }
 

@@ -269,31 +269,7 @@ END
 FROM doc;
 SQL
 
-# The chunks of a chunked copy as one JSON object, or null: done, rows,
-# bytes, last_lsn (the largest consistent point), rows_per_sec (over the
-# chunks of the last five minutes) and eta_seconds (the rows the planner
-# estimated and the chunks do not have yet, at that rate; null unless chunks
-# are being copied now).
-read -r -d '' STATUS_CHUNKS_SQL <<'SQL'
-WITH c AS (
-  SELECT count(*) AS done, coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes, max(lsn)::text AS last_lsn,
-         max(copied_at) AS last_at
-    FROM pgsync.table_chunk WHERE job = :'job'
-), w AS (
-  SELECT sum(rows) AS rows, extract(epoch FROM max(copied_at) - min(copied_at)) AS span
-    FROM pgsync.table_chunk WHERE job = :'job' AND copied_at > now() - interval '5 minutes'
-), e AS (
-  SELECT sum(rows_estimate) AS estimate FROM pgsync.table_sync WHERE job = :'job'
-), r AS (
-  SELECT CASE WHEN w.span > 0 THEN round(w.rows / w.span) END AS rate FROM w
-)
-SELECT CASE WHEN c.done = 0 AND :'mode' <> 'chunked' THEN 'null' ELSE jsonb_build_object(
-  'done', c.done, 'rows', c.rows, 'bytes', c.bytes, 'last_lsn', c.last_lsn, 'rows_per_sec', r.rate,
-  'eta_seconds', CASE WHEN r.rate > 0 AND e.estimate IS NOT NULL AND j.state = 'SNAPSHOTTING'
-                      AND c.last_at > now() - interval '1 minute'
-                      THEN round(greatest(e.estimate - c.rows, 0) / r.rate) END)::text END
-  FROM c, r, e, pgsync.job j WHERE j.job = :'job'
-SQL
+# STATUS_CHUNKS_SQL: lib/pgsync/progress.sh, which bootstrap's display reads too.
 
 # job_liveness: where status runs on the host of the job's process (the
 # heartbeat's host), the process itself says whether it lives, however old

@@ -45,6 +45,8 @@ supervise() {
 		fi
 		tick=$(ms_to_s $((left < 1000 ? left : 1000)))
 		wait_any "$tick" "${pids[@]}"
+		# The copy's progress display, when one is on (lib/pgsync/progress.sh).
+		[[ $WAIT_WHAT != tick ]] || progress_tick
 		case $WAIT_WHAT in
 		signal)
 			SUP_RESULT=signal
