@@ -823,6 +823,17 @@ parse_options(int argc, char **argv)
 	A.nfiles = optind < argc ? argc - optind : 1;
 }
 
+/*
+ * Any log_fatal() (a checkpoint file that cannot be written, a later FILE
+ * that cannot be opened, out of memory) ends the open transaction as an
+ * error does: by rollback, a COPY in flight failed with the message.
+ */
+static void
+on_fatal(const char *msg)
+{
+	applyreport_abandon(&A, msg);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -830,6 +841,7 @@ main(int argc, char **argv)
 	struct pgerr pe;
 
 	log_init(argv[0]);
+	log_set_fatal_hook(on_fatal);
 	parse_options(argc, argv);
 	sig_setup();
 	/* Opened before connecting: a wrong file name is a usage error. */

@@ -214,3 +214,91 @@ reset_target() {
 	done
 	echo "# $kills signals: $stopped stopped cleanly by SIGTERM, $killed killed, $completed too late; whole transactions only" >&3
 }
+
+# log_mark: the server log's length now; log_since MARK PATTERN: whether the
+# log holds PATTERN (fixed text) after MARK, waiting up to 10 s, since the
+# backend may read pg-apply's last message after pg-apply has exited.
+log_mark() {
+	cluster_log pg 1000000 | wc -l
+}
+
+log_since() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		cluster_log pg 1000000 | tail -n +$(($1 + 1)) | grep -qF -- "$2" && return 0
+		sleep 0.1
+	done
+	echo "the server log has no \"$2\" since line $1:"
+	cluster_log pg 1000000 | tail -n +$(($1 + 1)) | tail -n 20
+	return 1
+}
+
+@test "an error while a COPY is in flight fails the COPY on the target with pg-apply's message, never ends it as a success" {
+	local d=$BATS_TEST_TMPDIR mark status
+	# Lines 17-30 are transaction 2: BEGIN, 12 rows, COMMIT. With
+	# --copy-threshold 4 its rows from the fifth go by COPY, so at line 25
+	# (its eighth row) a COPY is in flight.
+	gen_stream "$d/s" 1:12:2000 2:12:2000 >"$d/list"
+	reset_target
+	awk 'NR == 25 { print "NOSUCHRECORD\tx"; next } { print }' "$d/s" >"$d/bad"
+	mark=$(log_mark)
+	status=0
+	pg-apply -d "$tgt_URL" --job copyfail --max-batch-bytes 8kB --copy-threshold 4 "$d/bad" 2>"$d/err" || status=$?
+	[ "$status" -eq 5 ] || { echo "exit $status: $(<"$d/err")"; return 1; }
+	whole_transactions_only "$d/list" copyfail
+	[ "$(q 'SELECT count(*) FROM "Items" WHERE id > 12')" = 0 ]
+	# The server failed the COPY with pg-apply's own error (its text
+	# without the "pg-apply: error: " prefix): PQputCopyEnd carried it.
+	log_since "$mark" "COPY from stdin failed: pg-apply stopped: $(sed -n 's/^pg-apply: error: //p' "$d/err" | head -n 1)"
+
+	# The stream cut in the middle of line 25: the batch is rolled back
+	# before pg-apply exits, its COPY failed the same way.
+	reset_target
+	{ head -n 24 "$d/s"; sed -n 25p "$d/s" | head -c 20; } >"$d/cut"
+	mark=$(log_mark)
+	status=0
+	pg-apply -d "$tgt_URL" --job copyfail --max-batch-bytes 8kB --copy-threshold 4 "$d/cut" 2>"$d/err" || status=$?
+	[ "$status" -eq 1 ] || { echo "exit $status: $(<"$d/err")"; return 1; }
+	whole_transactions_only "$d/list" copyfail
+	log_since "$mark" "COPY from stdin failed: batch abandoned"
+}
+
+@test "a fatal error outside the apply (a later FILE gone while a transaction spans files) rolls back the open transaction and fails its COPY" {
+	local d=$BATS_TEST_TMPDIR mark pid fd status i
+	# FILE 1 (a fifo) ends inside transaction 2, in its COPY; FILE 2, which
+	# holds the rest, is gone by the time pg-apply needs it: log_fatal()
+	# in open_next_input(), whose hook must end the transaction.
+	gen_stream "$d/s" 1:12:2000 2:12:2000 >"$d/list"
+	sed -n '26,$p' "$d/s" >"$d/f2"
+	mkfifo "$d/f1"
+	reset_target
+	mark=$(log_mark)
+	pg-apply -d "$tgt_URL" --job files --checkpoint "$d/cp" --max-batch-bytes 8kB --copy-threshold 4 \
+		"$d/f1" "$d/f2" 2>"$d/err" &
+	pid=$!
+	echo "$pid" >>"$BATS_TEST_TMPDIR/pids"
+	exec {fd}>"$d/f1"
+	head -n 16 "$d/s" >&$fd
+	for ((i = 0; i < 100; i++)); do
+		[ "$(q 'SELECT count(*) FROM "Items"')" = 12 ] && break
+		sleep 0.1
+	done
+	[ "$(q 'SELECT count(*) FROM "Items"')" = 12 ]
+	sed -n '17,25p' "$d/s" >&$fd
+	for ((i = 0; i < 100; i++)); do
+		[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg-apply' AND query LIKE 'COPY%'")" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg-apply' AND query LIKE 'COPY%'")" = 1 ]
+	rm "$d/f2"
+	exec {fd}>&-
+	status=0
+	wait "$pid" || status=$?
+	[ "$status" -eq 2 ] || { echo "exit $status: $(<"$d/err")"; return 1; }
+	[[ $(<"$d/err") == *"cannot open \"$d/f2\""* ]]
+	whole_transactions_only "$d/list" files
+	[ "$(q 'SELECT count(*) FROM "Items"')" = 12 ]
+	log_since "$mark" "COPY from stdin failed: pg-apply stopped: cannot open \"$d/f2\""
+	# The checkpoint file says transaction 1, never past it.
+	[ "$(head -n 1 "$d/cp")" = "$(awk 'NR == 1 { print $2 }' "$d/list")" ]
+}

@@ -127,8 +127,8 @@ applyreport_tick(struct apply_state *a)
  * COPY in flight fails with the error (a success would hand the server the
  * rows sent so far), then the session goes. Nothing waits on the target.
  */
-static void
-abandon_batch(struct apply_state *a, const char *why)
+void
+applyreport_abandon(struct apply_state *a, const char *why)
 {
 	char msg[300];
 
@@ -148,13 +148,13 @@ applyreport_fail(struct apply_state *a, const struct apply_err *err)
 	{
 		/* Stopped by a signal while the target was busy: a clean stop. */
 		log_info("%s", err->msg);
-		abandon_batch(a, err->msg);
+		applyreport_abandon(a, err->msg);
 		applyreport_checkpoint(a, true);
 		applyreport_heartbeat(a, true, true, "STOPPED");
 		exit(EXIT_DONE);
 	}
 	log_error("%s", err->msg);
-	abandon_batch(a, err->msg);
+	applyreport_abandon(a, err->msg);
 	applyreport_checkpoint(a, true);
 	exit(err->code);
 }

@@ -26,6 +26,13 @@ int applyreport_wait_ms(const struct apply_state *a);
 void applyreport_tick(struct apply_state *a);
 
 /*
+ * End the open target transaction by rollback and close the apply session:
+ * a COPY in flight fails with "pg-apply stopped: WHY". Every exit with a
+ * transaction open passes here (pg-apply makes it log_fatal()'s hook too).
+ */
+void applyreport_abandon(struct apply_state *a, const char *why);
+
+/*
  * Log the error and exit with its code, after a last checkpoint (and, for a
  * stop by signal, EXIT_DONE, a STOPPED heartbeat). Nothing uncommitted
  * survives: closing the session rolls it back.

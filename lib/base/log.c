@@ -13,6 +13,7 @@ static const char *progname = "pgsync";
 static enum log_level min_level = LOG_INFO;
 static bool json_mode = false;
 static bool journal = false;
+static void (*fatal_hook)(const char *msg);
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};
 /* syslog priorities: debug, info, warning, err */
@@ -85,6 +86,12 @@ bool
 log_enabled(enum log_level level)
 {
 	return level >= min_level;
+}
+
+void
+log_set_fatal_hook(void (*hook)(const char *msg))
+{
+	fatal_hook = hook;
 }
 
 static void
@@ -163,10 +170,21 @@ log_msg(enum log_level level, const char *fmt, ...)
 void
 log_fatal(int exit_code, const char *fmt, ...)
 {
+	void (*hook)(const char *msg) = fatal_hook;
+	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	emit(LOG_ERROR, fmt, ap);
 	va_end(ap);
+	/* Cleared before the call: a fatal error inside the hook exits. */
+	fatal_hook = NULL;
+	if (hook)
+	{
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		hook(msg);
+	}
 	exit(exit_code);
 }

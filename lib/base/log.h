@@ -29,4 +29,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
 void log_fatal(int exit_code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/*
+ * A function log_fatal() calls with its message before it exits, once: a
+ * log_fatal() inside the hook exits at once. pg-apply ends its open target
+ * transaction there, so that no exit path leaves it to the server's end of
+ * session (a COPY in flight must fail with a message, never succeed).
+ */
+void log_set_fatal_hook(void (*hook)(const char *msg));
+
 #endif
