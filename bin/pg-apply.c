@@ -842,6 +842,8 @@ main(int argc, char **argv)
 
 	log_init(argv[0]);
 	log_set_fatal_hook(on_fatal);
+	/* No log line holds a row value, and a target trigger's notice may. */
+	log_set_server_text(false);
 	parse_options(argc, argv);
 	sig_setup();
 	/* Opened before connecting: a wrong file name is a usage error. */

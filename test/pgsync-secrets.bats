@@ -207,3 +207,24 @@ keep() {
 	# The sweep itself can fail: the password is where it should be.
 	has_password "$BATS_FILE_TMPDIR/src.url"
 }
+
+@test "pg-apply --log debug never logs a target trigger's notice text, which may hold a row value" {
+	local d=$BATS_TEST_TMPDIR url T='2026-12-01 00:00:00.000000+00'
+	# A trigger that runs in the apply session too (ENABLE ALWAYS) and
+	# prints the row in a NOTICE and a WARNING.
+	psql_at tgt -c "CREATE DATABASE notices"
+	url="$(cat "$tgt_DIR/conninfo") dbname=notices"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$url" -c 'CREATE TABLE nt (id int PRIMARY KEY, v text);
+		CREATE FUNCTION nt_says() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN RAISE NOTICE $$row %$$, NEW.v; RAISE WARNING $$row %$$, NEW.v; RETURN NEW; END $f$;
+		CREATE TRIGGER nt_says BEFORE INSERT ON nt FOR EACH ROW EXECUTE FUNCTION nt_says();
+		ALTER TABLE nt ENABLE ALWAYS TRIGGER nt_says'
+	printf '%s\n' "PGCS	1	7442718406132410263	1	-	0/1000	producer=hand" \
+		"RELATION	public	nt	1	d	2	id	23	-1	k	v	25	-1	-" \
+		"BEGIN	1	0/1000	$T" "INSERT	public	nt	1	Row-Value-4711" "COMMIT	1	0/1000	0/1010	$T" >"$d/s"
+	pg-apply -d "$url" --job notices --log debug "$d/s" 2>"$d/err"
+	[ "$(psql -X -qAt -d "$url" -c 'SELECT v FROM nt')" = Row-Value-4711 ]
+	grep -q "server says: NOTICE, SQLSTATE 00000" "$d/err"
+	grep -q "warning: server says: WARNING, SQLSTATE 01000" "$d/err"
+	! grep -q Row-Value-4711 "$d/err" || { cat "$d/err"; return 1; }
+}

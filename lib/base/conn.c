@@ -7,14 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Server notices go through our log, one line each, never raw to stderr. */
+/*
+ * Server notices go through our log, one line each, never raw to stderr.
+ * Without their text where the program says so (log_set_server_text()): the
+ * severity and SQLSTATE only, since a notice on a target may come from a
+ * trigger's RAISE, whose text may hold a row value.
+ */
 static void
-notice_to_log(void *arg, const char *message)
+notice_to_log(void *arg, const PGresult *res)
 {
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	bool warning = sev && strcmp(sev, "WARNING") == 0;
 	char line[1024];
 
-	pgerr_one_line(line, sizeof(line), message);
-	if (strncmp(line, "WARNING", 7) == 0)
+	if (!log_server_text())
+	{
+		if (!log_enabled(warning ? LOG_WARN : LOG_DEBUG))
+			return;
+		snprintf(line, sizeof(line), "%s, SQLSTATE %s (its text is not logged: it may hold a row value)",
+				 sev ? sev : "NOTICE", state ? state : "?");
+	}
+	else
+		pgerr_one_line(line, sizeof(line), PQresultErrorMessage(res));
+	if (warning)
 		log_warn("server says: %s", line);
 	else
 		log_debug("server says: %s", line);
@@ -77,7 +93,7 @@ conn_connect(const char *conninfo, const char *const *extra_keys,
 		PQfinish(conn);
 		return NULL;
 	}
-	PQsetNoticeProcessor(conn, notice_to_log, NULL);
+	PQsetNoticeReceiver(conn, notice_to_log, NULL);
 	return conn;
 }
 

@@ -14,6 +14,7 @@ static enum log_level min_level = LOG_INFO;
 static bool json_mode = false;
 static bool journal = false;
 static void (*fatal_hook)(const char *msg);
+static bool server_text = true;
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};
 /* syslog priorities: debug, info, warning, err */
@@ -86,6 +87,18 @@ bool
 log_enabled(enum log_level level)
 {
 	return level >= min_level;
+}
+
+void
+log_set_server_text(bool shown)
+{
+	server_text = shown;
+}
+
+bool
+log_server_text(void)
+{
+	return server_text;
 }
 
 void

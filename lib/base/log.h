@@ -25,6 +25,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 
+/*
+ * Whether server notices are logged with their text (the default), or only
+ * their severity and SQLSTATE (lib/base/conn.c): pg-apply's sessions run
+ * the target's triggers, whose RAISE may print a row value.
+ */
+void log_set_server_text(bool shown);
+bool log_server_text(void);
+
 /* Log an error and exit with the given code. */
 void log_fatal(int exit_code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
