@@ -156,7 +156,8 @@ reached(const struct walstream *ws, lsn_t lsn)
 }
 
 /* A change, relation, type, origin or transactional message inside an open
- * transaction: from the connection or replayed from the spool. */
+ * transaction: from the connection or replayed from the spool. Relation and
+ * type messages come here from outside a transaction too (ws_message). */
 static enum ws_status
 in_txn_message(struct walstream *ws, const struct pgo_msg *m)
 {
@@ -337,11 +338,8 @@ ws_message(struct walstream *ws, const unsigned char *p, size_t n)
 			return commit(ws, ws->txn_xid, m->u.commit.commit_lsn, m->u.commit.end_lsn,
 						  m->u.commit.commit_time);
 		case PGO_RELATION:
-			walenc_relation(ws->enc, m);
-			return WS_OK;
 		case PGO_TYPE:
-			walenc_type(ws->enc, m);
-			return WS_OK;
+			return in_txn_message(ws, m);
 		case PGO_MESSAGE:
 			return own_or_plain_message(ws, m);
 		case PGO_STREAM_START:
