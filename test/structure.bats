@@ -19,9 +19,14 @@ load lib/common
 # slot_active).
 @test "no test file redefines a helper of test/lib" {
 	cd "$PGSYNC_ROOT/test"
-	local fn dups=$BATS_TEST_TMPDIR/dups
+	local fn files=() dups=$BATS_TEST_TMPDIR/dups
+	# Every test file, in subfolders too (test/lib itself aside), and
+	# test/chaos, a script without a suffix.
+	mapfile -t files < <(find . -path ./lib -prune -o -type f \( -name '*.bats' -o -name '*.bash' \) -print)
+	files+=(chaos)
+	[ "${#files[@]}" -gt 40 ]
 	for fn in $(sed -n -E 's/^([a-z_][a-z0-9_]*)\(\) *\{.*/\1/p' lib/*.bash); do
-		grep -lE "^[[:space:]]*$fn\(\) *\{" ./*.bats ./*.bash chaos | sed "s|^|$fn: |"
+		grep -lE "^[[:space:]]*$fn\(\) *\{" "${files[@]}" | sed "s|^|$fn: |"
 	done >"$dups"
 	cat "$dups"
 	[ ! -s "$dups" ]
