@@ -336,6 +336,33 @@ fence_waits_on_lock() {
 		}
 	done
 
+	# An application role with exactly the grants of the cutover steps
+	# (doc/operations.md, Cutover, step 4), no superuser and no owner:
+	# the database and the schema's by their owner (here the superuser),
+	# the tables' and the sequences' by their owner, pgsync's target role.
+	psql_at tgt -c "CREATE ROLE sw_tapp LOGIN"
+	psql_at tgt -c "GRANT CONNECT ON DATABASE postgres TO sw_tapp; GRANT USAGE ON SCHEMA public TO sw_tapp"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$TGT_URL" \
+		-c "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO sw_tapp" \
+		-c "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO sw_tapp"
+	[ "$(psql_at tgt -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'sw_tapp'")" = f ]
+	[ "$(psql_at tgt -c "SELECT count(*) FROM pg_class WHERE relowner = 'sw_tapp'::regrole")" = 0 ]
+	local id
+	for t in "${KEYED[@]}"; do
+		id=$(psql -X -qAt -v ON_ERROR_STOP=1 -d "$tgt_URL user=sw_tapp" -c "INSERT INTO $t (v) VALUES ('app') RETURNING id") || {
+			echo "the application role cannot insert into $t with a default key"
+			return 1
+		}
+		psql -X -qAt -v ON_ERROR_STOP=1 -d "$tgt_URL user=sw_tapp" \
+			-c "UPDATE $t SET v = 'app2' WHERE id = $id" -c "DELETE FROM $t WHERE id = $id - 1" || {
+			echo "the application role cannot update or delete in $t"
+			return 1
+		}
+	done
+	psql -X -qAt -v ON_ERROR_STOP=1 -d "$tgt_URL user=sw_tapp" \
+		-c "INSERT INTO sw_plain VALUES ((SELECT max(k) + 1 FROM sw_plain), 'app')" \
+		-c "UPDATE sw_plain SET v = 'app2' WHERE k = 1" -c "DELETE FROM sw_plain WHERE k = 2"
+
 	run pgs sw status
 	[[ $output == *"state:           SWITCHED_OVER"* ]]
 	[[ $output == *"action:          point the application at the target; pgsync switchover --undo-fence lifts the source's fence"* ]]
