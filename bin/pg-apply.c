@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -828,10 +829,15 @@ parse_options(int argc, char **argv)
  * that cannot be opened, out of memory) ends the open transaction as an
  * error does: by rollback, a COPY in flight failed with the message.
  */
+static pthread_t main_thread;
+
 static void
 on_fatal(const char *msg)
 {
-	applyreport_abandon(&A, msg);
+	/* Only the main thread uses the apply session; a loader thread's own
+	 * session (a snapshot section's COPY) ends with the process. */
+	if (pthread_equal(pthread_self(), main_thread))
+		applyreport_abandon(&A, msg);
 }
 
 int
@@ -841,6 +847,7 @@ main(int argc, char **argv)
 	struct pgerr pe;
 
 	log_init(argv[0]);
+	main_thread = pthread_self();
 	log_set_fatal_hook(on_fatal);
 	/* No log line holds a row value, and a target trigger's notice may. */
 	log_set_server_text(false);
