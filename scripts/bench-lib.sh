@@ -88,6 +88,7 @@ bench_warm() {
 	q "$SRC" CHECKPOINT
 	q "$TGT" CHECKPOINT
 	cat "$PAIR_DIR"/src/data/pg_wal/0* >/dev/null 2>&1 || true
+	cpu_mark
 }
 
 # bench_autovacuum URL off|reset: autovacuum_enabled on every ordinary table
@@ -125,12 +126,59 @@ END
 SQL
 }
 
-# rss_run NAME CMD...: run CMD under GNU time; its peak RSS (kB) lands in
-# $RUN_DIR/rss.NAME.
+# rss_run NAME CMD...: run CMD under GNU time; its peak RSS (kB) and its
+# CPU seconds (user, system) land in $RUN_DIR/rss.NAME.
 rss_run() {
 	local name=$1
 	shift
-	/usr/bin/time -f %M -o "$RUN_DIR/rss.$name" "$@"
+	/usr/bin/time -f '%M %U %S' -o "$RUN_DIR/rss.$name" "$@"
+}
+
+# The CPU each side's server spent on a contender, beside the client
+# programs' (GNU time): to tell what bounds a scenario, decoding on the
+# source (walsender) or executing on the target (apply backends).
+# server_ticks DIR: clock ticks of the cluster in DIR so far: its
+# postmaster's own, the children it reaped (cutime, cstime: exited backends
+# and walsenders) and those still running. Background processes count too.
+server_ticks() {
+	local pm p f total=0
+	pm=$(head -n 1 "$1/data/postmaster.pid" 2>/dev/null) || { echo 0; return; }
+	for p in "$pm" $(pgrep -P "$pm"); do
+		f=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		# Fields after "pid (comm) ": utime stime cutime cstime are 12-15.
+		read -r -a f <<<"${f##*) }"
+		total=$((total + f[11] + f[12] + f[13] + f[14]))
+	done
+	echo "$total"
+}
+
+# cpu_mark: the start of a contender's CPU accounting (bench_warm calls it,
+# after its checkpoints); cpu_stop: its end (once its wall time is taken).
+cpu_mark() {
+	CPU_MARK_SRC=$(server_ticks "$PAIR_DIR/src") CPU_MARK_TGT=$(server_ticks "$PAIR_DIR/tgt")
+	CPU_STOP_SRC="" CPU_STOP_TGT=""
+}
+cpu_stop() {
+	CPU_STOP_SRC=$(server_ticks "$PAIR_DIR/src") CPU_STOP_TGT=$(server_ticks "$PAIR_DIR/tgt")
+}
+
+# cpu_json: {"program": s, ..., "source server": s, "target server": s}.
+cpu_json() {
+	local f out="{}" v hz
+	hz=$(getconf CLK_TCK)
+	for f in "$RUN_DIR"/rss.*; do
+		[[ -e $f ]] || continue
+		v=$(awk 'NF == 3 && $1 ~ /^[0-9]+$/ { printf "%.2f", $2 + $3 }' "$f" | tail -n 1)
+		[[ -n $v ]] || continue
+		out=$(jq -c --arg k "${f##*/rss.}" --argjson v "$v" '. + {($k): $v}' <<<"$out")
+	done
+	if [[ -n ${CPU_MARK_SRC:-} ]]; then
+		[[ -n ${CPU_STOP_SRC:-} ]] || cpu_stop
+		out=$(jq -c --argjson s "$(((CPU_STOP_SRC - CPU_MARK_SRC) * 100 / hz))" \
+			--argjson t "$(((CPU_STOP_TGT - CPU_MARK_TGT) * 100 / hz))" \
+			'. + {"source server": ($s / 100), "target server": ($t / 100)}' <<<"$out")
+	fi
+	printf '%s\n' "$out"
 }
 
 # rss_json: the rss.* files of this contender as {"program": kB, ...}.
@@ -139,7 +187,7 @@ rss_json() {
 	for f in "$RUN_DIR"/rss.*; do
 		[[ -e $f ]] || continue
 		# GNU time prefixes "Command exited with non-zero status N" lines.
-		v=$(grep -E '^[0-9]+$' "$f" | tail -n 1)
+		v=$(grep -E '^[0-9]+( |$)' "$f" | tail -n 1 | cut -d ' ' -f 1)
 		[[ -n $v ]] || continue
 		out=$(jq -c --arg k "${f##*/rss.}" --argjson v "$v" '. + {($k): $v}' <<<"$out")
 	done
@@ -148,6 +196,7 @@ rss_json() {
 
 # new_run NAME: a fresh directory for one contender's logs and RSS files.
 new_run() {
+	CPU_MARK_SRC="" CPU_STOP_SRC=""
 	RUN_DIR=$BENCH_BASE/runs/$1
 	rm -rf "$RUN_DIR"
 	mkdir -p "$RUN_DIR"
@@ -176,11 +225,11 @@ record() {
 	local extra=${8:-"{}"}
 	jq -nc --arg scenario "$1" --arg contender "$2" --arg status "$3" \
 		--arg wall "$4" --arg rows "$5" --arg durability "$6" --arg note "$7" \
-		--argjson rss "$(rss_json)" --argjson extra "$extra" '
+		--argjson rss "$(rss_json)" --argjson cpu "$(cpu_json)" --argjson extra "$extra" '
 		{scenario: $scenario, contender: $contender, status: $status,
 		 wall_s: (if $wall == "" then null else ($wall | tonumber) end),
 		 rows: (if $rows == "" then null else ($rows | tonumber) end),
-		 durability: $durability, note: $note, peak_rss_kb: $rss}
+		 durability: $durability, note: $note, peak_rss_kb: $rss, cpu_s: $cpu}
 		| (.rows_per_s = (if .status == "ok" and .wall_s and .rows and .wall_s > 0 then (.rows / .wall_s | floor) else null end))
 		+ $extra' >>"$BENCH_JSONL"
 	bench_log "$1: $2: $3${4:+ in ${4}s}${7:+ ($7)}"

@@ -51,11 +51,14 @@ bench_report() {
 			(.results[] |
 			"\(.contender | pad(16)) \(.status | pad(7)) \((.wall_s | if . == null then "-" else fmt2 + "s" end) | lpad(9)) \(.rows_per_s | num | lpad(14)) \(.speedup_vs_builtin | if . == null then "-" else fmt2 + "x" end | lpad(10))  \(rss)\(if .note != "" then "  [" + .note + "]" else "" end)")
 		end),
-		"durability: " + ([.results[] | "\(.contender): \(.durability)"] | join("; "))
+		"durability: " + ([.results[] | "\(.contender): \(.durability)"] | join("; ")),
+		"cpu seconds: " + ([.results[] | select(.status == "ok" and .cpu_s != null and (.cpu_s | length) > 0)
+			| "\(.contender): " + ([.cpu_s | to_entries[] | "\(.key) \(.value)"] | join(", "))] | join("; "))
 	),
 	"",
 	"vs builtin: time of the built-in subscription with its default settings (builtin-async where both run) / contender time (above 1: faster).",
-	"vs md5: time of an md5 of every table on both sides / contender time."
+	"vs md5: time of an md5 of every table on both sides / contender time.",
+	"cpu seconds: user + system of each client program (GNU time) and of the server processes on each side (backends, walsenders, workers and background processes) while the contender ran."
 	' "$1"
 }
 

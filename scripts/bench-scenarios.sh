@@ -60,6 +60,7 @@ snap_pgsync() {
 	exec {holdfd}>&-
 	wait "$holder" || rc=1
 	WALL=$(bench_elapsed "$t0")
+	cpu_stop
 	q "$s" "SELECT pg_drop_replication_slot('bench_snap')" >/dev/null 2>&1 || true
 	return $rc
 }
@@ -88,6 +89,7 @@ snap_bootstrap() {
 	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
 		pgsync -c "$conf" --log warn bootstrap >>"$RUN_DIR/stderr" 2>&1 || rc=1
 	WALL=$(bench_elapsed "$t0")
+	cpu_stop
 	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t pgsync -c "$conf" --log error cleanup --yes \
 		>/dev/null 2>&1 || true
 	q "$s" "SELECT pg_drop_replication_slot('bench_boot') FROM pg_replication_slots
@@ -106,6 +108,7 @@ snap_builtin() {
 		"$timeout_s" || rc=1
 	((rc == 0)) && { section "$s" "$t" post-data 2>>"$RUN_DIR/stderr" || rc=1; }
 	WALL=$(bench_elapsed "$t0")
+	cpu_stop
 	q "$t" "DROP SUBSCRIPTION bench_sub" >/dev/null 2>>"$RUN_DIR/stderr" || rc=1
 	((rc == 0)) || echo "bench: error: initial sync not done within ${timeout_s}s" >>"$RUN_DIR/stderr"
 	return $rc
@@ -123,6 +126,7 @@ snap_pipe() {
 	done < <(q "$s" "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname LIKE '$like' ORDER BY 1")
 	section "$s" "$t" post-data 2>>"$RUN_DIR/stderr" || return 1
 	WALL=$(bench_elapsed "$t0")
+	cpu_stop
 }
 
 # pgcopydb clone does the schema itself (and a VACUUM ANALYZE of each table).
@@ -132,6 +136,7 @@ snap_pgcopydb() {
 	rss_run pgcopydb timeout -k 10 "$timeout_s" pgcopydb clone --source "$s" --target "$t" --dir "$RUN_DIR/pgcopydb" \
 		--table-jobs "$jobs" --index-jobs "$jobs" >"$RUN_DIR/pgcopydb.log" 2>&1 || rc=1
 	WALL=$(bench_elapsed "$t0")
+	cpu_stop
 	((rc == 0)) || grep -E 'ERROR|FATAL' "$RUN_DIR/pgcopydb.log" | tail -n 1 >>"$RUN_DIR/stderr"
 	return $rc
 }
@@ -293,7 +298,8 @@ run_verify() {
 		WALL=""
 		status=ok note=""
 		if [[ $c == pgcopydb ]] && ! pgcopydb compare data --help >/dev/null 2>&1; then
-			note=$(pgcopydb --version 2>/dev/null | sed -n 's/^pgcopydb version //p' | head -n 1)
+			# Not installed: no version, and no exit under set -e.
+			note=$({ pgcopydb --version 2>/dev/null || true; } | sed -n 's/^pgcopydb version //p' | head -n 1)
 			note=${note:+"pgcopydb $note has no compare data (0.13 and later)"}
 			record verify "$c" skipped "" "$expect" "" "${note:-pgcopydb not installed (scripts/install-deps --bench)}"
 			continue
@@ -313,6 +319,7 @@ run_verify() {
 			dur="pgcopydb compare data, a work directory of its own" ;;
 		esac
 		WALL=$(bench_elapsed "$t0")
+		cpu_stop
 		if [[ $status == ok && $c == pgsync ]]; then
 			[[ $(jq -r '.outcome + " " + (.rows_compared | tostring)' "$RUN_DIR/verify.json") == "identical $expect" ]] ||
 				{ status=failed note="verify: $(jq -c '{outcome, rows_compared}' "$RUN_DIR/verify.json" 2>/dev/null)"; }
@@ -419,6 +426,7 @@ wal_contenders() {
 			;;
 		esac
 		WALL=$(bench_elapsed "$t0")
+		cpu_stop
 		case $c in builtin | builtin-async) q "$t" "ALTER SUBSCRIPTION s_$id DISABLE" ;; esac
 		if [[ $status != ok ]]; then
 			note=$(run_reason)

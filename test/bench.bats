@@ -136,6 +136,17 @@ smoke() {
 	[ "$status" -eq 0 ]
 }
 
+@test "smoke: every contender that ran has the CPU seconds of both servers, and pgsync's of each of its programs" {
+	smoke
+	run jq -e '[.scenarios[].results[] | select(.status == "ok") | .cpu_s
+		| has("source server") and has("target server") and (.["source server"] >= 0) and (.["target server"] >= 0)] | all' "$json"
+	[ "$status" -eq 0 ]
+	run jq -e '[.scenarios[] | select(.name == "catchup" or .name == "bigtx-insert") | .results[]
+		| select(.contender == "pgsync") | .cpu_s | has("pg-apply") and has("pg-walcat")] | (length == 2) and all' "$json"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^cpu seconds: .*pgsync: pg-apply [0-9.]*, pg-walcat [0-9.]*, source server [0-9.]*, target server [0-9.]*' "${json%.json}.txt")" -ge 4 ]
+}
+
 @test "smoke: steady state reports lag percentiles from 100 ms samples" {
 	smoke
 	run jq -e '[.scenarios[] | select(.name == "steady") | .results[]
