@@ -68,6 +68,9 @@ new_job() {
 	# One figure read a moment apart: within the second or two between.
 	((eta_status - eta_line <= 3 && eta_line - eta_status <= 3))
 	jq -e '.snapshot.chunks.rows_estimate >= 50000' <<<"$output"
+	# The dashboard's "time left" panel reads this series.
+	run pgs pr_plain status --prometheus
+	grep -Eq '^pgsync_snapshot_eta_seconds\{pgsync_job="pr_plain"\} [0-9]+$' <<<"$output"
 	bg_wait "$BATS_TEST_TMPDIR/bs.log" 120
 	[ "$BG_STATUS" -eq 0 ]
 	# No bar and no terminal codes in a file.
