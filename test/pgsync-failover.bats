@@ -7,16 +7,40 @@
 # failover slot and ends with identical tables, no resync. The old primary
 # restarted after the promotion is never streamed from. A standby that
 # missed what the target applied, then promoted, is exit 4 with nothing of
-# its timeline applied, on every run. Before 17, source.failover_slot = on
-# is refused and the default changes nothing. The source role has the
-# guide's privileges only, the target role is no superuser; two
-# publications, serial keys, a table with capital letters.
+# its timeline applied, on every run. check names each standby setting
+# slot synchronization needs, and a slot of the job's name on a new primary
+# that is no synced copy is exit 4. Before 17, source.failover_slot = on is
+# refused and the default changes nothing: that test runs on
+# PGSYNC_OLD_MAJOR (default PGSYNC_MAJOR when it is below 17, else 15) on
+# any PGSYNC_MAJOR; the others skip below 17 (make check-versions). The
+# source role has the guide's privileges only, the target role is no
+# superuser; two publications, serial keys, a table with capital letters.
 
 load lib/cluster
 load lib/ha
 load pgsync-helpers
 
+# need_17: failover slots and slot synchronization are PostgreSQL 17's.
+need_17() {
+	(($(ha_major) >= 17)) ||
+		skip "failover slots and slot synchronization need PostgreSQL 17 or later, PGSYNC_MAJOR is $(ha_major)"
+}
+
+# old_major: the pre-17 source of the refusal test.
+old_major() {
+	local m
+	m=$(ha_major)
+	((m < 17)) || m=15
+	printf '%s\n' "${PGSYNC_OLD_MAJOR:-$m}"
+}
+
 setup_file() {
+	if (($(ha_major) < 17)); then
+		# Only the refusal test runs: a target, no primary and standby.
+		cluster_start tgt
+		lp_target_role fo_tgt
+		return
+	fi
 	ha_start src stby
 	cluster_start tgt
 	lp_roles_for_tests fo_src fo_tgt
@@ -85,12 +109,14 @@ applied_on() {
 }
 
 @test "bootstrap makes the job's slot a failover slot on a 17+ primary by default" {
+	need_17
 	run pgs fo bootstrap
 	[ "$status" -eq 0 ]
 	[ "$(psql_at src -c "SELECT failover FROM pg_replication_slots WHERE slot_name = 'fo_slot'")" = t ]
 }
 
 @test "a failover under a write load: run follows the new primary on its timeline, no resync, identical tables" {
+	need_17
 	start_run fo
 	wait_until 60 state_is fo STREAMING
 	writer "$(ha_url src stby)"
@@ -136,6 +162,7 @@ applied_on() {
 }
 
 @test "the old primary restarted after the promotion is never streamed from" {
+	need_17
 	run_alive
 	local url old_confirmed
 	cluster_start src >/dev/null
@@ -161,6 +188,7 @@ applied_on() {
 }
 
 @test "a standby that missed what the target applied, then promoted: exit 4, nothing of its timeline applied, again on the next run" {
+	need_17
 	ha_start src2 stby2
 	psql_at src2 -c "CREATE ROLE fo_src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO fo_src;
 		CREATE TABLE fo_b (id serial PRIMARY KEY, v text); GRANT SELECT ON fo_b TO fo_src;
@@ -224,6 +252,7 @@ applied_on() {
 }
 
 @test "pg-slot: --failover, --no-failover and alter on a 17+ primary; refused for a temporary slot and while a consumer holds it" {
+	need_17
 	local u
 	u=$(cluster_url stby2)
 	run pg-slot create -d "$u" --slot fo_p1 --failover
@@ -244,9 +273,10 @@ applied_on() {
 	[ "$status" -eq 2 ]
 	[[ $output == *"a temporary slot is never synchronized"* ]]
 	# A consumer holds the slot: the clear error, nothing changed.
-	pg-walcat -d "$u" --slot fo_p2 --publication fo_b_pub >/dev/null 2>&1 3>&- &
+	pg-walcat -d "$u" --slot fo_p2 --publication fo_b_pub >/dev/null 2>"$BATS_TEST_TMPDIR/p2.err" 3>&- &
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
-	wait_until 20 sql_is stby2 t "SELECT active FROM pg_replication_slots WHERE slot_name = 'fo_p2'"
+	wait_until 60 sql_is stby2 t "SELECT active FROM pg_replication_slots WHERE slot_name = 'fo_p2'" ||
+		{ cat "$BATS_TEST_TMPDIR/p2.err"; false; }
 	run pg-slot alter -d "$u" --slot fo_p2 --failover
 	[ "$status" -eq 1 ]
 	[[ $output == *'pg-slot: error: replication slot "fo_p2" is active for PID '*"stop the consumer first"* ]]
@@ -255,7 +285,8 @@ applied_on() {
 }
 
 @test "before PostgreSQL 17: source.failover_slot = on is refused with the message, the default changes nothing" {
-	local major=${PGSYNC_OLD_MAJOR:-15} url
+	local major url
+	major=$(old_major)
 	cluster_start old --major "$major"
 	psql_at old -c "CREATE ROLE fo_src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO fo_src;
 		CREATE TABLE fo_c (id serial PRIMARY KEY, v text); GRANT SELECT ON fo_c TO fo_src;
@@ -280,7 +311,8 @@ applied_on() {
 	[ "$(psql_at old -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'foc_slot'")" = 1 ]
 }
 
-@test "slot sync off, a same-named slot on the standby, synchronized_standby_slots stale or empty: check and status say why; after a failover the missing slot is exit 4" {
+@test "slot sync off, a same-named slot on the standby, synchronized_standby_slots stale or empty: check and status say why" {
+	need_17
 	ha_start src3 stby3
 	cluster_set stby3 sync_replication_slots=off >/dev/null
 	psql_at src3 -c "CREATE ROLE fo_src LOGIN REPLICATION; GRANT CONNECT ON DATABASE postgres TO fo_src;
@@ -330,6 +362,52 @@ applied_on() {
 	cluster_set src3 "synchronized_standby_slots=" >/dev/null
 	SRC_URL=$url run pgs fod check
 	[[ $output == *"warn  source: synchronized_standby_slots is empty while standbys exist"* ]]
+	cluster_set src3 synchronized_standby_slots=stby3_phys >/dev/null
+}
+
+@test "check names each standby setting slot synchronization needs, and a stale physical slot the primary waits for" {
+	need_17
+	local url sb conninfo
+	url=$(ha_url src3 stby3 fo_src)
+	sb=$(cluster_url stby3)
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[ "$status" -eq 0 ]
+	[[ $output != *hot_standby_feedback* && $output != *primary_slot_name* && $output != *"names no dbname"* ]]
+	cluster_set stby3 hot_standby_feedback=off >/dev/null
+	wait_until 30 sql_is stby3 off "SHOW hot_standby_feedback"
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[ "$status" -eq 0 ]
+	[[ $output == *"warn  standby $sb: hot_standby_feedback is off: slot synchronization needs it; fix: ALTER SYSTEM SET hot_standby_feedback = on"* ]]
+	cluster_set stby3 hot_standby_feedback=on "primary_slot_name=" >/dev/null
+	wait_until 30 sql_is stby3 "" "SHOW primary_slot_name"
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[[ $output == *"warn  standby $sb: primary_slot_name is empty: slot synchronization needs the standby's own physical slot on the primary; fix: create a physical slot on the primary and set primary_slot_name on the standby"* ]]
+	[[ $output != *hot_standby_feedback* ]]
+	conninfo=$(psql_at stby3 -c "SHOW primary_conninfo")
+	[[ $conninfo == *dbname=postgres* ]]
+	cluster_set stby3 primary_slot_name=stby3_phys "primary_conninfo=${conninfo/ dbname=postgres/}" >/dev/null
+	wait_until 30 sql_is stby3 f "SELECT setting ~ 'dbname' FROM pg_settings WHERE name = 'primary_conninfo'"
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[[ $output == *"warn  standby $sb: primary_conninfo names no dbname: slot synchronization needs one; fix: add dbname=<the job's database> to primary_conninfo on the standby"* ]]
+	[[ $output != *primary_slot_name* ]]
+	cluster_set stby3 "primary_conninfo=$conninfo" >/dev/null
+	wait_until 60 sql_is src3 streaming "SELECT state FROM pg_stat_replication WHERE application_name = 'stby3'"
+	# A physical slot that exists but no standby streams through.
+	psql_at src3 -c "SELECT pg_create_physical_replication_slot('idle_phys')" >/dev/null
+	cluster_set src3 "synchronized_standby_slots=stby3_phys, idle_phys" >/dev/null
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[ "$status" -eq 0 ]
+	[[ $output == *"warn  source: synchronized_standby_slots names idle_phys, which is inactive: logical decoding waits for its standby, and the job stalls while it is down; fix: bring its standby back, or remove idle_phys from synchronized_standby_slots"* ]]
+	[[ $output != *"names stby3_phys"* ]]
+	cluster_set src3 synchronized_standby_slots=stby3_phys >/dev/null
+	psql_at src3 -c "SELECT pg_drop_replication_slot('idle_phys')" >/dev/null
+	SRC_URL=$url PGSYNC_STANDBY_URLS="$sb" run pgs fod check
+	[[ $output != *idle_phys* && $output != *"names no dbname"* && $output != *primary_slot_name* ]]
+}
+
+@test "slot sync off: after a failover the missing slot is exit 4; a slot of the job's name made on the new primary is no synced copy: exit 4 with the message" {
+	need_17
+	run_alive
 	# The standby has no copy of the slot: a failover to it is a resync.
 	wait_until 60 ha_caught_up src3 stby3
 	cluster_stop src3 --mode immediate
@@ -338,4 +416,17 @@ applied_on() {
 	[ "$RUN_STATUS" -eq 4 ]
 	[ "$(job_state fod)" = RESYNC_REQUIRED ]
 	[[ $(job_field fod last_error) == *"replication slot fod_slot no longer exists on the source"* || $(job_field fod last_error) == *'replication slot "fod_slot" does not exist'* ]]
+	# A slot of the job's name made on the new primary knows nothing of the
+	# job: never taken for the synced copy.
+	local applied
+	applied=$(job_field fod applied_lsn)
+	psql_at stby3 -c "SELECT pg_create_logical_replication_slot('fod_slot', 'pgoutput')" >/dev/null
+	run pg-walcat -d "$(cluster_url stby3) user=fo_src" --slot fod_slot --publication fo_d_pub \
+		--ack-file "$BATS_FILE_TMPDIR/fod.state/applied.lsn" --no-loop
+	[ "$status" -eq 4 ]
+	[[ $output == *"pg-walcat: error: the source's timeline 2 "*", but replication slot \"fod_slot\" on it is not the job's failover slot synced before the promotion (synced is false): continuity is lost, resync required"* ]]
+	SRC_URL=$(ha_url src3 stby3 fo_src) run pgs fod run
+	[ "$status" -eq 4 ]
+	[ "$(job_field fod applied_lsn)" = "$applied" ]
+	[ "$(psql_at stby3 -c "SELECT confirmed_flush_lsn > '$applied' FROM pg_replication_slots WHERE slot_name = 'fod_slot'")" = t ]
 }
