@@ -49,7 +49,7 @@ write_checkpoint(const char *path)
 }
 
 static const char synopsis[] =
-	"usage: pgsync-config [-c FILE] [--state-dir DIR] [--set KEY=VALUE]... [-0|--null] [--json]\n"
+	"usage: pgsync-config [-c FILE] [--state-dir DIR] [--set KEY=VALUE]... [-0|--null | --list KEY] [--json]\n"
 	"       pgsync-config --display-url < CONNINFO\n"
 	"       pgsync-config --service NAME [--label TEXT] < CONNINFO\n"
 	"       pgsync-config --catalog-sql\n"
@@ -62,6 +62,8 @@ static const char options_help[] =
 	"      --state-dir DIR  override job.state_dir\n"
 	"      --set KEY=VALUE  use VALUE for KEY instead of the file's setting\n"
 	"  -0, --null           print key=value pairs separated by NUL bytes\n"
+	"      --list KEY       print the tables of KEY (replication.tables or replication.sequences)\n"
+	"                       instead, one a line: schema TAB name, in the stream's escaping\n"
 	"      --display-url    print the connection string read from stdin without its password\n"
 	"      --service NAME   print a libpq service-file section NAME for the connection read from stdin\n"
 	"      --label TEXT     name the connection in messages (default: the connection)\n"
@@ -78,7 +80,7 @@ static const char options_help[] =
 int
 main(int argc, char **argv)
 {
-	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_STATEDIR, OPT_SET, OPT_CHECKPOINT };
+	enum { OPT_DISPLAY = 256, OPT_SERVICE, OPT_LABEL, OPT_CATALOG, OPT_STATEDIR, OPT_SET, OPT_CHECKPOINT, OPT_LIST };
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"null", no_argument, NULL, '0'},
@@ -89,10 +91,11 @@ main(int argc, char **argv)
 		{"catalog-sql", no_argument, NULL, OPT_CATALOG},
 		{"write-checkpoint", required_argument, NULL, OPT_CHECKPOINT},
 		{"set", required_argument, NULL, OPT_SET},
+		{"list", required_argument, NULL, OPT_LIST},
 		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	const char *state_dir = NULL, *service = NULL, *label = "the connection", *checkpoint = NULL;
+	const char *state_dir = NULL, *service = NULL, *label = "the connection", *checkpoint = NULL, *list = NULL;
 	struct cli cli = {.prog = "pgsync-config", .synopsis = synopsis, .help = options_help};
 	bool nul = false, display = false, catalog = false;
 	FILE *f;
@@ -120,6 +123,7 @@ main(int argc, char **argv)
 			case OPT_CATALOG: catalog = true; break;
 			case OPT_CHECKPOINT: checkpoint = optarg; break;
 			case OPT_SET: sets[nsets++] = optarg; break;
+			case OPT_LIST: list = optarg; break;
 			default: cli_common(&cli, c, argv); break;
 		}
 	}
@@ -150,6 +154,8 @@ main(int argc, char **argv)
 			log_fatal(EXIT_USAGE, "invalid service name \"%s\"", service);
 		return conf_print_service(service, label);
 	}
+	if (list && (conf_key(list) == NULL || conf_key(list)->type != T_TABLES))
+		cli_usage_error(synopsis, "--list takes replication.tables or replication.sequences, not \"%s\"", list);
 	if (state_dir && state_dir[0] == '\0')
 		log_fatal(EXIT_USAGE, "--state-dir must not be empty");
 
@@ -171,7 +177,17 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	conf_resolve_state_dir(state_dir);
-	conf_print(nul);
+	if (list)
+	{
+		struct buf b = BUF_INIT;
+
+		if (!conf_table_lines(conf_key(list)->text, &b))
+			log_fatal(EXIT_RUNTIME, "internal error: cannot list %s", list);
+		fwrite(b.data ? b.data : "", 1, b.len, stdout);
+		buf_free(&b);
+	}
+	else
+		conf_print(nul);
 	if (fflush(stdout) != 0)
 		log_fatal(EXIT_RUNTIME, "cannot write: %s", strerror(errno));
 	return EXIT_DONE;

@@ -123,14 +123,36 @@ refused() {
 
 @test "table lists: unqualified, empty and duplicate items are refused" {
 	mini t1 p 'public.a, b'
-	refused t1 '4: invalid table "b" in replication.tables: expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted'
+	refused t1 '4: invalid table "b" in replication.tables: expected schema.table, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL'"'"'s double quotes'
 	mini t2 p 'public.a,,public.b'
 	refused t2 '4: empty item in replication.tables'
 	mini t3 p 'public.a, public.a'
 	refused t3 '4: table "public.a" is listed twice in replication.tables'
-	# SQL's quoting written by mistake: the names are the catalog's, unquoted.
-	mini t4 p '"Sales".orders'
-	refused t4 '4: invalid table ""Sales".orders" in replication.tables: expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted'
+	# SQL's quoting: a dot, a comma or a quote in a name; case kept, as a
+	# name written unquoted is taken as the catalog stores it.
+	mini t4 p '"Sales".orders, "s.x"."a.b" , public."c,d", public."q""x", public."Mixed", "s.x"."a,b"'
+	run pgsync-config -c t4.conf
+	[ "$status" -eq 0 ]
+	[[ $output == *'replication.tables = Sales.orders,"s.x"."a.b",public."c,d",public.q"x,public.Mixed,"s.x"."a,b"'* ]]
+	run pgsync-config -c t4.conf --list replication.tables
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'Sales\torders\ns.x\ta.b\npublic\tc,d\npublic\tq"x\npublic\tMixed\ns.x\ta,b')" ]
+	mini t6 p 'public."a\b", public.x'
+	run pgsync-config -c t6.conf --list replication.tables
+	[ "$output" = "$(printf 'public\ta\\\\b\npublic\tx')" ]
+	mini t7 p 'public."c,d", public.c'
+	run pgsync-config -c t7.conf --set 'replication.tables=public."c,d",d.e' --list replication.tables
+	[ "$output" = "$(printf 'public\tc,d\nd\te')" ]
+	mini t8 p "public.\"$(printf 'x%.0s' {1..64})\", public.x"
+	refused t8 "4: invalid table \"public.\"$(printf 'x%.0s' {1..64})\"\" in replication.tables: a name is at most 63 bytes"
+	mini t11 p $'public."a\x01b"'
+	refused t11 $'4: invalid table "public."a\x01b"" in replication.tables: a name must not hold a control character'
+	mini t9 p 'public."a.b", "public"."a.b"'
+	refused t9 '4: table "public."a.b"" is listed twice in replication.tables'
+	mini t10 p 'a.b.c'
+	refused t10 '4: invalid table "a.b.c" in replication.tables: expected schema.table, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL'"'"'s double quotes'
+	run pgsync-config -c t9.conf --list job.name
+	[ "$status" -eq 2 ]
 	mini t5 p 'Sales Dept.Order "A", Sales Dept.order "A" 2, "q.x'
 	run pgsync-config -c t5.conf
 	[ "$status" -eq 0 ]
@@ -185,12 +207,12 @@ source.slot = s
 source.publication = p
 replication.tables = public.a,
     public.b,   # continued
-    "x".c_1
+    x.c.1
 EOF
 	run pgsync-config -c multi.conf
 	[ "$status" -eq 2 ]
-	[[ $output == *'multi.conf:5: invalid table ""x".c_1"'* ]]
-	sed -i 's/"x"/x/' multi.conf
+	[[ $output == *'multi.conf:5: invalid table "x.c.1"'* ]]
+	sed -i 's/x.c.1/"x".c_1/' multi.conf
 	run pgsync-config -c multi.conf
 	[ "$status" -eq 0 ]
 	[[ $output == *"replication.tables = public.a,public.b,x.c_1"* ]]

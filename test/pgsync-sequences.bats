@@ -188,7 +188,7 @@ readonly -a SEQS=(sq_serial_id_seq sq_big_id_seq sq_always_id_seq sq_desc_ident_
 	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a\nreplication.sequences = other.a, b\n' >s1.conf
 	run pgsync-config -c s1.conf
 	[ "$status" -eq 2 ]
-	[ "$output" = 'pgsync-config: error: s1.conf:5: invalid sequence "b" in replication.sequences: expected schema.sequence, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted' ]
+	[ "$output" = 'pgsync-config: error: s1.conf:5: invalid sequence "b" in replication.sequences: expected schema.sequence, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL'"'"'s double quotes' ]
 	printf 'job.name = j\nsource.slot = s\nsource.publication = p\nreplication.tables = public.a\nsafety.sequence_margin = -1\n' >s2.conf
 	run pgsync-config -c s2.conf
 	[ "$status" -eq 2 ]

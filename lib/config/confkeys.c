@@ -184,13 +184,11 @@ list_has(const char *list, const char *item)
 }
 
 /*
- * One part of a table's (or sequence's) name as the catalog stores it: the
- * characters of an identifier, and also spaces and double quotes, which
- * the script never puts into SQL or a pattern itself (the server quotes
- * them: format('%I'), psql's :"name"). Never a dot or a comma, which
- * separate names and lists, nor a quote, backslash or control character,
- * nor blanks around the name; and not a name in double quotes, which is
- * SQL's quoting written by mistake ("Sales".orders).
+ * One part of a table's (or sequence's) name written as the catalog stores
+ * it, unquoted: the characters of an identifier, and also spaces and double
+ * quotes, taken exactly (no case folding). Never a dot or a comma, which
+ * separate the parts and the items, nor blanks around the name; a part that
+ * starts and ends with a double quote is SQL's quoting (quoted_part).
  */
 static bool
 name_part_ok(const char *s, size_t n)
@@ -203,13 +201,238 @@ name_part_ok(const char *s, size_t n)
 	return true;
 }
 
-/* A table (or sequence) name as the catalog stores it: schema.name. */
-static bool
-qualified_ok(const char *t)
+static const char *
+skip_blanks(const char *p)
 {
-	const char *dot = strchr(t, '.');
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
 
-	return dot && name_part_ok(t, (size_t) (dot - t)) && name_part_ok(dot + 1, strlen(dot + 1));
+/*
+ * A part in SQL's double quotes at P (*P == '"'): "" is one quote, any
+ * character but a control character, 1-63 bytes (PostgreSQL's NAMEDATALEN),
+ * case kept. Returns the position after the closing quote and its blanks,
+ * which must be a dot, a comma or the end; NULL when P does not read so
+ * (no closing quote, or more after it), and then the part is read as stored
+ * ("q.x was the schema "q before quoting was read); *WHY set when the
+ * quoted name itself is wrong.
+ */
+static const char *
+quoted_part(const char *p, struct buf *out, const char **why)
+{
+	const char *q = p + 1, *after;
+
+	buf_reset(out);
+	for (;; q++)
+	{
+		if (*q == '\0')
+			return NULL;
+		if (*q == '"')
+		{
+			if (q[1] != '"')
+				break;
+			q++;
+		}
+		buf_putc(out, *q);
+	}
+	after = skip_blanks(q + 1);
+	if (*after != '.' && *after != ',' && *after != '\0')
+		return NULL;
+	for (size_t i = 0; i < out->len; i++)
+		if ((unsigned char) out->data[i] < 0x20 || out->data[i] == 0x7f)
+			*why = "a name must not hold a control character";
+	if (out->len == 0)
+		*why = "a quoted name must not be empty";
+	else if (out->len > 63)
+		*why = "a name is at most 63 bytes";
+	return after;
+}
+
+/* One part at P, quoted or as stored, into OUT; the position after it, or
+ * NULL (*WHY). */
+static const char *
+name_part(const char *p, struct buf *out, const char **why)
+{
+	const char *e;
+	size_t n;
+
+	if (*p == '"' && (e = quoted_part(p, out, why)) != NULL)
+		return *why ? NULL : e;
+	n = strcspn(p, ".,");
+	e = p + n;
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (!name_part_ok(p, n))
+	{
+		*why = NULL;
+		return NULL;
+	}
+	buf_reset(out);
+	buf_append(out, p, n);
+	return e;
+}
+
+/* The canonical form of a part: as stored when that reads back the same,
+ * else in double quotes. */
+static void
+put_part(struct buf *b, const char *s)
+{
+	if (name_part_ok(s, strlen(s)))
+	{
+		buf_puts(b, s);
+		return;
+	}
+	buf_putc(b, '"');
+	for (; *s; s++)
+	{
+		if (*s == '"')
+			buf_putc(b, '"');
+		buf_putc(b, *s);
+	}
+	buf_putc(b, '"');
+}
+
+/*
+ * Read a list of schema.name items separated by commas into LIST (schema,
+ * name, schema, name ...). Returns the number of items, or -1 with *BAD
+ * (the item, as written) and *WHY (NULL: not schema.name) set.
+ */
+static int
+table_items(const char *v, char ***list, char **bad, const char **why)
+{
+	struct buf part = BUF_INIT;
+	const char *p = v;
+	int n = 0;
+
+	*list = NULL;
+	*bad = NULL;
+	*why = NULL;
+	for (;;)
+	{
+		const char *item = p = skip_blanks(p), *e;
+		char *names[2];
+
+		if (*p == ',' || *p == '\0')
+		{
+			*bad = xstrdup("");
+			break;
+		}
+		e = name_part(p, &part, why);
+		names[0] = e && *e == '.' ? xstrdup(buf_cstr(&part)) : NULL;
+		e = names[0] ? name_part(e + 1, &part, why) : NULL;
+		e = e ? skip_blanks(e) : NULL;
+		if (e == NULL || (*e != ',' && *e != '\0'))
+		{
+			free(names[0]);
+			*bad = xstrdup(item);
+			(*bad)[strcspn(item, ",")] = '\0';
+			break;
+		}
+		names[1] = xstrdup(buf_cstr(&part));
+		*list = xrealloc(*list, sizeof(char *) * (size_t) (2 * n + 2));
+		(*list)[2 * n] = names[0];
+		(*list)[2 * n + 1] = names[1];
+		n++;
+		if (*e == '\0')
+			break;
+		p = e + 1;
+	}
+	buf_free(&part);
+	if (*bad == NULL)
+		return n;
+	for (int i = 0; i < 2 * n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	return -1;
+}
+
+/*
+ * Tables (or sequences): "schema.name" items, each part as the catalog
+ * stores it or in SQL's double quotes ("my.schema"."a,b"), no duplicates.
+ * An optional list (default "") may be empty. The canonical form writes
+ * each part as stored where that reads back the same, else quoted.
+ */
+static bool
+check_tables(struct key *k, const char *v, int line)
+{
+	const char *noun = strcmp(k->name, "replication.sequences") == 0 ? "sequence" : "table", *why;
+	struct buf out = BUF_INIT, one = BUF_INIT;
+	char **list, *bad;
+	int n;
+	bool ok = true;
+
+	if (v[0] == '\0' && k->def && k->def[0] == '\0')
+	{
+		conf_set_text(k, "");
+		return true;
+	}
+	n = table_items(v, &list, &bad, &why);
+	if (n < 0)
+	{
+		if (*bad == '\0')
+			conf_error(line, "empty item in %s", k->name);
+		else
+			conf_error(line, "invalid %s \"%s\" in %s: %s", noun, conf_trim(bad), k->name,
+					   why ? why : strcmp(noun, "table") == 0
+					   ? "expected schema.table, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL's double quotes"
+					   : "expected schema.sequence, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL's double quotes");
+		free(bad);
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		buf_reset(&one);
+		put_part(&one, list[2 * i]);
+		buf_putc(&one, '.');
+		put_part(&one, list[2 * i + 1]);
+		for (int j = 0; j < i && ok; j++)
+			if (strcmp(list[2 * i], list[2 * j]) == 0 && strcmp(list[2 * i + 1], list[2 * j + 1]) == 0)
+			{
+				conf_error(line, "%s \"%s\" is listed twice in %s", noun, buf_cstr(&one), k->name);
+				ok = false;
+			}
+		buf_printf(&out, "%s%s", i ? "," : "", buf_cstr(&one));
+	}
+	if (ok)
+		conf_set_text(k, buf_cstr(&out));
+	for (int i = 0; i < 2 * n; i++)
+		free(list[i]);
+	free(list);
+	buf_free(&out);
+	buf_free(&one);
+	return ok;
+}
+
+bool
+conf_table_lines(const char *v, struct buf *out)
+{
+	char **list, *bad;
+	const char *why;
+	int n = v[0] ? table_items(v, &list, &bad, &why) : 0;
+
+	if (n < 0)
+	{
+		free(bad);
+		return false;
+	}
+	for (int i = 0; i < 2 * n; i++)
+	{
+		/* The stream's escaping: of the characters a name may hold, only
+		 * the backslash needs it. */
+		for (const char *c = list[i]; *c; c++)
+		{
+			if (*c == '\\')
+				buf_putc(out, '\\');
+			buf_putc(out, *c);
+		}
+		buf_putc(out, i % 2 ? '\n' : '\t');
+		free(list[i]);
+	}
+	if (n > 0)
+		free(list);
+	return true;
 }
 
 /*
@@ -282,17 +505,6 @@ check_list(struct key *k, const char *v, int line, const char *noun,
 	free(copy);
 	buf_free(&out);
 	return ok;
-}
-
-/* Tables (or sequences): "schema.name" items. */
-static bool
-check_tables(struct key *k, const char *v, int line)
-{
-	bool seq = strcmp(k->name, "replication.sequences") == 0;
-
-	return check_list(k, v, line, seq ? "sequence" : "table", qualified_ok,
-					  seq ? "expected schema.sequence, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted"
-					  : "expected schema.table, each name 1-63 letters, digits, _, $, spaces or double quotes as stored in the catalog, unquoted");
 }
 
 /* Roles: switchover.fence_roles. */

@@ -61,6 +61,15 @@ void conf_set_num(struct key *k, uint64_t v, const char *unit);
  */
 bool conf_ident_ok(const char *s, size_t n);
 
+/*
+ * The tables of V, the canonical value of a table (or sequence) list, one a
+ * line as pg-snapshot-dump --list-tables starts its lines: schema TAB name,
+ * each in the stream's escaping (lib/stream/escape), appended to OUT. A name
+ * is never split on a dot or a comma. False when V is not such a list.
+ */
+struct buf;
+bool conf_table_lines(const char *v, struct buf *out);
+
 /* S without leading blanks, and cut before trailing blanks (in place). */
 char *conf_trim(char *s);
 

@@ -102,8 +102,8 @@ step_failed() {
 # Which target tables exist (one name a line, in configuration order).
 target_existing_tables() {
 	sql tgt <<'SQL'
-SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
- WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
+SELECT u.t FROM unnest(:'tables'::text[]) WITH ORDINALITY AS u(t, ord)
+ WHERE to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) IS NOT NULL
  ORDER BY u.ord
 SQL
 }
@@ -149,12 +149,12 @@ bootstrap_plan() {
 		local chunks=f
 		catalog_exists table_chunk && chunks=t
 		mapfile -t TRUNCATE_SET < <(sql tgt -v chunks="$chunks" <<'SQL'
-SELECT u.t FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
-  JOIN pgsync.table_sync s ON s.job = :'job' AND s.schema_name = split_part(u.t, '.', 1)
-   AND s.table_name = split_part(u.t, '.', 2)
+SELECT u.t FROM unnest(:'tables'::text[]) WITH ORDINALITY AS u(t, ord)
+  JOIN pgsync.table_sync s ON s.job = :'job' AND s.schema_name = split_part(u.t, E'\t', 1)
+   AND s.table_name = split_part(u.t, E'\t', 2)
    AND (s.state <> 'pending' OR s.started_at IS NOT NULL OR (:'chunks' = 't' AND EXISTS (
         SELECT 1 FROM pgsync.table_chunk c WHERE c.job = s.job AND c.schema_name = s.schema_name AND c.table_name = s.table_name)))
- WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
+ WHERE to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) IS NOT NULL
  ORDER BY u.ord
 SQL
 		)
@@ -165,7 +165,7 @@ SQL
 		in_list "$t" "${TRUNCATE_SET[@]}" || busy+=("$t")
 	done < <(target_nonempty_tables)
 	if ((${#busy[@]})); then
-		die $EX_PREFLIGHT "target table ${busy[*]} already has rows: bootstrap copies only into empty tables; empty them, or use pgsync bootstrap --restart-snapshot, which truncates them"
+		die $EX_PREFLIGHT "target table $(table_shown "${busy[@]}") already has rows: bootstrap copies only into empty tables; empty them, or use pgsync bootstrap --restart-snapshot, which truncates them"
 	fi
 }
 
@@ -176,8 +176,8 @@ create_publication() {
 	[[ $exists == 0 ]] || return 0
 	sql src >/dev/null <<'SQL' || die $EX_PREFLIGHT "cannot create publication $PUB on the source: $(sql_error)"
 SELECT format('CREATE PUBLICATION %I FOR TABLE %s', :'pub',
-              string_agg(format('%I.%I', split_part(t, '.', 1), split_part(t, '.', 2)), ', '))
-  FROM unnest(string_to_array(:'tables', ',')) AS t
+              string_agg(format('%I.%I', split_part(t, E'\t', 1), split_part(t, E'\t', 2)), ', '))
+  FROM unnest(:'tables'::text[]) AS t
 \gexec
 SQL
 	log_info "created publication $PUB FOR TABLE ${CFG[replication.tables]} on the source (safety.auto_create_publication)"
@@ -186,24 +186,24 @@ SQL
 # A fresh job row: INITIALIZING and slot_owned before the slot exists.
 reset_job_row() {
 	local truncate
-	truncate=$(IFS=,; echo "${TRUNCATE_SET[*]}")
+	truncate=$(sql_array "${TRUNCATE_SET[@]}")
 	# The server quotes the names (format's %I); no TRUNCATE when the list
 	# is empty (HAVING leaves no row for \gexec to run).
 	sql tgt -v truncate="$truncate" -v sysid="$SOURCE_SYSID" -v timeline="$SOURCE_TIMELINE" >/dev/null <<'SQL' ||
 BEGIN;
-SELECT format('TRUNCATE %s', string_agg(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)), ', ' ORDER BY u.ord))
-  FROM unnest(string_to_array(:'truncate', ',')) WITH ORDINALITY AS u(t, ord)
+SELECT format('TRUNCATE %s', string_agg(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)), ', ' ORDER BY u.ord))
+  FROM unnest(:'truncate'::text[]) WITH ORDINALITY AS u(t, ord)
 HAVING count(*) > 0
 \gexec
 DELETE FROM pgsync.job WHERE job = :'job';
 INSERT INTO pgsync.job (job, state, slot, slot_owned, publication, source_sysid, source_timeline)
 VALUES (:'job', 'INITIALIZING', :'slot', true, :'pub', :'sysid', :'timeline');
 INSERT INTO pgsync.table_sync (job, schema_name, table_name)
-SELECT :'job', split_part(t, '.', 1), split_part(t, '.', 2) FROM unnest(string_to_array(:'tables', ',')) AS t;
+SELECT :'job', split_part(t, E'\t', 1), split_part(t, E'\t', 2) FROM unnest(:'tables'::text[]) AS t;
 COMMIT;
 SQL
 		die $EX_RUNTIME "cannot prepare job $JOB in the target: $(sql_error)"
-	((${#TRUNCATE_SET[@]})) && log_info "truncated target tables ${TRUNCATE_SET[*]}"
+	((${#TRUNCATE_SET[@]})) && log_info "truncated target tables $(table_shown "${TRUNCATE_SET[@]}")"
 	rm -f "$STATE_DIR/applied.lsn" "$STATE_DIR"/schema.* "$STATE_DIR/snapshot.progress" "$STATE_DIR/connection"
 	record_source_server "$SOURCE_SYSID" || die $EX_RUNTIME "cannot write $STATE_DIR/source"
 }
@@ -269,8 +269,8 @@ record_estimates() {
 	local est
 	est=$(src_at_snapshot "$(cat <<'SQL'
 SELECT coalesce(jsonb_object_agg(u.t, e.n), '{}')
-  FROM unnest(string_to_array(:'tables', ',')) AS u(t)
-  CROSS JOIN LATERAL (SELECT format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))::regclass AS r) q
+  FROM unnest(:'tables'::text[]) AS u(t)
+  CROSS JOIN LATERAL (SELECT format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))::regclass AS r) q
   CROSS JOIN LATERAL (
     -- pg_partition_tree lists nothing for a table that is not partitioned
     SELECT sum(c.reltuples)::bigint AS n FROM pg_class c
@@ -280,7 +280,7 @@ SQL
 	)") && sql tgt -v est="$est" >/dev/null <<'SQL' || log_warn "cannot record the tables' row estimates: $(sql_error)"
 UPDATE pgsync.table_sync s SET rows_estimate = e.value::bigint
   FROM jsonb_each_text(:'est'::jsonb) e
- WHERE s.job = :'job' AND s.schema_name || '.' || s.table_name = e.key AND e.value IS NOT NULL
+ WHERE s.job = :'job' AND s.schema_name || E'\t' || s.table_name = e.key AND e.value IS NOT NULL
 SQL
 }
 

@@ -23,8 +23,10 @@ finding() {
 # come in as psql variables and are quoted with %I or compared as text.
 read -r -d '' CHECK_SOURCE_SQL <<'SQL'
 WITH cfg AS (
-  SELECT u.t AS name, split_part(u.t, '.', 1) AS nsp, split_part(u.t, '.', 2) AS rel, u.ord
-    FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
+  -- name: schema TAB table in the escaping of pg-snapshot-dump --list-tables
+  -- (a configured name holds no control character: only \ is escaped)
+  SELECT replace(u.t, '\', '\\') AS name, split_part(u.t, E'\t', 1) AS nsp, split_part(u.t, E'\t', 2) AS rel, u.ord
+    FROM unnest(:'tables'::text[]) WITH ORDINALITY AS u(t, ord)
 ), tbl AS (
   SELECT cfg.*, n.oid AS nspoid, c.oid AS reloid, c.relkind, c.relreplident, c.relowner,
          format('%I.%I', cfg.nsp, cfg.rel) AS q,
@@ -41,7 +43,7 @@ WITH cfg AS (
 ), pubt AS (
   -- what the publications publish together, as pg-snapshot-dump --list-tables
   -- resolves it (lib/source/publication.c): schema, table, publications, filter, columns
-  SELECT split_part(l, E'\t', 1) || '.' || split_part(l, E'\t', 2) AS name,
+  SELECT split_part(l, E'\t', 1) || E'\t' || split_part(l, E'\t', 2) AS name,
          format('%I.%I', split_part(l, E'\t', 1), split_part(l, E'\t', 2)) AS q,
          replace(split_part(l, E'\t', 3), ',', ', ') AS pubs, split_part(l, E'\t', 4) AS rowfilter,
          split_part(l, E'\t', 5) AS cols
@@ -49,7 +51,7 @@ WITH cfg AS (
 ), parts AS (
   -- partitions of configured partitioned tables: a publication without
   -- publish_via_partition_root publishes these instead of the table
-  SELECT t.name AS root, n.nspname || '.' || c.relname AS name
+  SELECT t.name AS root, replace(n.nspname, '\', '\\') || E'\t' || replace(c.relname, '\', '\\') AS name
     FROM tbl t CROSS JOIN LATERAL pg_partition_tree(t.reloid) pt
     JOIN pg_class c ON c.oid = pt.relid JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE t.relkind = 'p' AND pt.level > 0
@@ -115,11 +117,11 @@ WITH cfg AS (
          format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), current_user)
   UNION ALL
   SELECT 10 + t.ord, 'fail', format('table %s does not exist', t.q),
-         format('create it, or remove %s from replication.tables', t.name)
+         format('create it, or remove %s from replication.tables', replace(t.name, E'\t', '.'))
     FROM tbl t WHERE t.reloid IS NULL
   UNION ALL
   SELECT 10 + t.ord, 'fail', format('%s is not a table (relkind %s)', t.q, t.relkind),
-         format('remove %s from replication.tables', t.name)
+         format('remove %s from replication.tables', replace(t.name, E'\t', '.'))
     FROM tbl t WHERE t.reloid IS NOT NULL AND t.relkind NOT IN ('r', 'p')
   UNION ALL
   SELECT 9.5 + t.ord, CASE WHEN has_schema_privilege(t.nspoid, 'USAGE') THEN 'ok' ELSE 'fail' END,
@@ -199,13 +201,13 @@ WITH cfg AS (
            || CASE WHEN k.keyless THEN ', and has no primary key or replica identity index: the application''s own updates and deletes on it fail on the source already, since the publication publishes them' ELSE '' END,
          CASE WHEN k.keyless THEN format('give %s a primary key (or ALTER TABLE %s REPLICA IDENTITY FULL) so that the application can change it; then ', x.q, x.q) ELSE '' END ||
          CASE WHEN EXISTS (SELECT 1 FROM pub p WHERE p.puballtables AND p.name = ANY (string_to_array(x.pubs, ', ')))
-              THEN format('add %s to replication.tables, or use publications FOR TABLE rather than FOR ALL TABLES', x.name)
+              THEN format('add %s to replication.tables, or use publications FOR TABLE rather than FOR ALL TABLES', replace(x.name, E'\t', '.'))
               WHEN EXISTS (SELECT 1 FROM pub p JOIN pg_publication_rel r ON r.prpubid = p.oid
                             WHERE p.name = x.pubs AND r.prrelid = to_regclass(x.q))
-              THEN format('ALTER PUBLICATION %s DROP TABLE %s, or add %s to replication.tables', x.pubs, x.q, x.name)
+              THEN format('ALTER PUBLICATION %s DROP TABLE %s, or add %s to replication.tables', x.pubs, x.q, replace(x.name, E'\t', '.'))
               -- FOR TABLES IN SCHEMA: no table of the schema can be taken out alone
               ELSE format('add %s to replication.tables, or publish the tables of schema %I one by one: ALTER PUBLICATION %s DROP TABLES IN SCHEMA %I, then ADD TABLE each configured table of it',
-                          x.name, split_part(x.name, '.', 1), x.pubs, split_part(x.name, '.', 1)) END
+                          replace(x.name, E'\t', '.'), split_part(x.name, E'\t', 1), x.pubs, split_part(x.name, E'\t', 1)) END
     FROM pubt x
     CROSS JOIN LATERAL (
       SELECT coalesce(bool_or(c.relreplident = 'n'
@@ -220,8 +222,8 @@ WITH cfg AS (
                            CASE WHEN x.rowfilter <> '' THEN format(', rows where %s', x.rowfilter) ELSE '' END,
                            CASE WHEN x.cols IS DISTINCT FROM a.cols THEN format(', columns %s', replace(x.cols, ',', ', ')) ELSE '' END), ''
     FROM pubt x JOIN cfg ON cfg.name = x.name
-    LEFT JOIN pg_namespace n ON n.nspname = split_part(x.name, '.', 1)
-    LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(x.name, '.', 2)
+    LEFT JOIN pg_namespace n ON n.nspname = cfg.nsp
+    LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = cfg.rel
     LEFT JOIN LATERAL (SELECT string_agg(attname, ',' ORDER BY attnum) AS cols FROM pg_attribute
                         WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '') a ON true
   UNION ALL
@@ -244,9 +246,9 @@ SQL
 # so the target side can see which columns it lacks.
 read -r -d '' CHECK_SOURCE_COLUMNS_SQL <<'SQL'
 SELECT coalesce(jsonb_object_agg(u.t, cols), '{}')
-  FROM unnest(string_to_array(:'tables', ',')) AS u(t)
-  JOIN pg_namespace n ON n.nspname = split_part(u.t, '.', 1)
-  JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.t, '.', 2)
+  FROM unnest(:'tables'::text[]) AS u(t)
+  JOIN pg_namespace n ON n.nspname = split_part(u.t, E'\t', 1)
+  JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.t, E'\t', 2)
   CROSS JOIN LATERAL (SELECT jsonb_agg(a.attname ORDER BY a.attnum) AS cols FROM pg_attribute a
                        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) x;
 SQL
@@ -257,9 +259,9 @@ SQL
 read -r -d '' CHECK_SOURCE_TYPES_SQL <<'SQL'
 SELECT coalesce(jsonb_object_agg(x.t, x.types), '{}') FROM (
   SELECT u.t, jsonb_agg(DISTINCT jsonb_build_object('type', format('%I.%I', tn.nspname, ty.typname), 'ext', e.extname)) AS types
-    FROM unnest(string_to_array(:'tables', ',')) AS u(t)
-    JOIN pg_namespace n ON n.nspname = split_part(u.t, '.', 1)
-    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.t, '.', 2)
+    FROM unnest(:'tables'::text[]) AS u(t)
+    JOIN pg_namespace n ON n.nspname = split_part(u.t, E'\t', 1)
+    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.t, E'\t', 2)
     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
     JOIN pg_type at ON at.oid = a.atttypid
     JOIN pg_type ty ON ty.oid = CASE WHEN at.typcategory = 'A' AND at.typelem <> 0 THEN at.typelem ELSE at.oid END
@@ -272,8 +274,8 @@ SQL
 
 read -r -d '' CHECK_TARGET_SQL <<'SQL'
 WITH cfg AS (
-  SELECT u.t AS name, split_part(u.t, '.', 1) AS nsp, split_part(u.t, '.', 2) AS rel, u.ord
-    FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
+  SELECT u.t AS name, split_part(u.t, E'\t', 1) AS nsp, split_part(u.t, E'\t', 2) AS rel, u.ord
+    FROM unnest(:'tables'::text[]) WITH ORDINALITY AS u(t, ord)
 ), tbl AS (
   SELECT cfg.*, n.oid AS nspoid, c.oid AS reloid, format('%I.%I', cfg.nsp, cfg.rel) AS q
     FROM cfg LEFT JOIN pg_namespace n ON n.nspname = cfg.nsp
@@ -358,7 +360,7 @@ WITH cfg AS (
          format('%s is owed its keys and indexes by an interrupted bootstrap, which builds them as the table''s owner', t.q),
          format('ALTER TABLE %s OWNER TO %I on the target, or run bootstrap as its owner', t.q, current_user)
     FROM tbl t JOIN pg_class c ON c.oid = t.reloid
-   WHERE t.name = ANY (string_to_array(:'owed', ','))
+   WHERE t.name = ANY ((:'owed')::text[])
 )
 SELECT level, msg, fix FROM checks ORDER BY ord;
 SQL
@@ -367,12 +369,12 @@ SQL
 # "schema.table", US, the name as the server quotes it (for messages).
 target_nonempty_tables() {
 	sql tgt <<'SQL'
-SELECT u.t, format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))
-  FROM unnest(string_to_array(:'tables', ',')) WITH ORDINALITY AS u(t, ord)
- WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NOT NULL
-   AND has_table_privilege(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)), 'SELECT')
+SELECT u.t, format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))
+  FROM unnest(:'tables'::text[]) WITH ORDINALITY AS u(t, ord)
+ WHERE to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) IS NOT NULL
+   AND has_table_privilege(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)), 'SELECT')
    AND (xpath('/row/n/text()', query_to_xml(format('SELECT EXISTS (SELECT 1 FROM %I.%I) AS n',
-        split_part(u.t, '.', 1), split_part(u.t, '.', 2)), false, true, '')))[1]::text = 'true'
+        split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)), false, true, '')))[1]::text = 'true'
  ORDER BY u.ord
 SQL
 }
@@ -505,9 +507,9 @@ preflight() {
 	fi
 
 	# Tables an interrupted bootstrap still owes keys and indexes.
-	local owed=""
+	local owed={}
 	if [[ $(sql tgt <<<"SELECT to_regclass('pgsync.pending_definitions') IS NOT NULL" 2>/dev/null) == t ]]; then
-		owed=$(sql tgt <<<"SELECT string_agg(schema_name || '.' || table_name, ',') FROM pgsync.pending_definitions") || owed=""
+		owed=$(sql tgt <<<"SELECT coalesce(array_agg(schema_name || E'\\t' || table_name), '{}') FROM pgsync.pending_definitions") || owed={}
 	fi
 	if rows=$(sql tgt -v srccols="$srccols" -v srctypes="$srctypes" -v owed="$owed" -v temp_slot="$temp_slot" <<<"$CHECK_TARGET_SQL"); then
 		CHECK_TARGET_OK=1

@@ -154,9 +154,9 @@ read -r -d '' KEYCOLL_SRC_SQL <<SQL
 SELECT coalesce(json_agg(json_build_object('s', n.nspname, 't', l.relname, 'c', a.attname,
          'coll', format('%I.%I', cn.nspname, co.collname), 'p', x.p, 'l', x.l, 'v', x.v, 'det', x.det,
          'enc', pg_encoding_to_char(d.encoding))), '[]')
-  FROM unnest(string_to_array(:'tables', ',')) AS u(t)
-  JOIN pg_class c ON c.relname = split_part(u.t, '.', 2)
-  JOIN pg_namespace tn ON tn.oid = c.relnamespace AND tn.nspname = split_part(u.t, '.', 1)
+  FROM unnest(:'tables'::text[]) AS u(t)
+  JOIN pg_class c ON c.relname = split_part(u.t, E'\t', 2)
+  JOIN pg_namespace tn ON tn.oid = c.relnamespace AND tn.nspname = split_part(u.t, E'\t', 1)
  CROSS JOIN LATERAL (SELECT c.oid AS relid UNION SELECT p.relid FROM pg_partition_tree(c.oid) AS p) AS pt
   JOIN pg_class l ON l.oid = pt.relid AND l.relkind IN ('r', 'p')
   JOIN pg_namespace n ON n.oid = l.relnamespace

@@ -18,9 +18,9 @@ readonly POSTDATA_SKIP='^[0-9]+; [0-9]+ [0-9]+ (TRIGGER|FK CONSTRAINT|POLICY|ROW
 read -r -d '' CATALOG_PRE_SQL <<'SQL'
 WITH t AS (
   SELECT c.oid, n.nspname, c.relname, u.ord
-    FROM unnest(string_to_array(:'missing', ',')) WITH ORDINALITY AS u(name, ord)
-    JOIN pg_namespace n ON n.nspname = split_part(u.name, '.', 1)
-    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.name, '.', 2) AND c.relkind = 'r'
+    FROM unnest(:'missing'::text[]) WITH ORDINALITY AS u(name, ord)
+    JOIN pg_namespace n ON n.nspname = split_part(u.name, E'\t', 1)
+    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.name, E'\t', 2) AND c.relkind = 'r'
 ), owned_seq AS (
   -- serial columns: sequences owned by a column, not identity sequences.
   SELECT t.ord, a.attname, sn.nspname AS seqnsp, s.relname AS seqname, format_type(sq.seqtypid, NULL) AS seqtype, t.nspname, t.relname,
@@ -73,9 +73,9 @@ WITH t AS (
   SELECT c.oid, n.nspname, c.relname, c.relreplident, u.ord,
          coalesce((SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident AND c.relreplident = 'i'),
                   (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)) AS keyidx
-    FROM unnest(string_to_array(:'missing', ',')) WITH ORDINALITY AS u(name, ord)
-    JOIN pg_namespace n ON n.nspname = split_part(u.name, '.', 1)
-    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.name, '.', 2) AND c.relkind = 'r'
+    FROM unnest(:'missing'::text[]) WITH ORDINALITY AS u(name, ord)
+    JOIN pg_namespace n ON n.nspname = split_part(u.name, E'\t', 1)
+    JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(u.name, E'\t', 2) AND c.relkind = 'r'
 )
 SELECT stmt FROM (
   SELECT t.ord, 1 AS step, format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s;', t.nspname, t.relname, k.conname,
@@ -109,8 +109,8 @@ SQL
 # which may contain spaces, so the whole rest of its line is the key).
 read -r -d '' LATE_POST_SQL <<'SQL'
 WITH cfg AS (
-  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
-    FROM unnest(string_to_array(:'list', ',')) AS u(t)
+  SELECT to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) AS rel
+    FROM unnest(:'list'::text[]) AS u(t)
 ), rels AS (
   SELECT rel FROM cfg WHERE rel IS NOT NULL
   UNION
@@ -172,10 +172,9 @@ run_target_script() {
 # pending_definitions_of TABLE...: those of TABLEs that an earlier bootstrap
 # created and left without their keys and indexes (pgsync.pending_definitions).
 pending_definitions_of() {
-	local IFS=,
-	sql tgt -v list="$*" <<'SQL'
-SELECT u.t FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
-  JOIN pgsync.pending_definitions p ON p.schema_name = split_part(u.t, '.', 1) AND p.table_name = split_part(u.t, '.', 2)
+	sql tgt -v list="$(sql_array "$@")" <<'SQL'
+SELECT u.t FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord)
+  JOIN pgsync.pending_definitions p ON p.schema_name = split_part(u.t, E'\t', 1) AND p.table_name = split_part(u.t, E'\t', 2)
  ORDER BY u.ord
 SQL
 }
@@ -184,10 +183,9 @@ SQL
 # them their keys and indexes. Committed before the tables are created: a
 # bootstrap that stops anywhere after leaves the mark for the next one.
 mark_pending() {
-	local IFS=,
-	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the tables to create in the target: $(sql_error)"
+	sql tgt -v list="$(sql_array "$@")" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the tables to create in the target: $(sql_error)"
 INSERT INTO pgsync.pending_definitions AS p (schema_name, table_name, job)
-SELECT split_part(t, '.', 1), split_part(t, '.', 2), :'job' FROM unnest(string_to_array(:'list', ',')) AS t
+SELECT split_part(t, E'\t', 1), split_part(t, E'\t', 2), :'job' FROM unnest(:'list'::text[]) AS t
     ON CONFLICT (schema_name, table_name) DO UPDATE SET job = excluded.job, created_at = now()
 SQL
 }
@@ -199,12 +197,11 @@ SQL
 # (1 s) for that vacuum to be cancelled. Their storage parameter
 # autovacuum_enabled says so; unmark_pending sets it back as the source has it.
 suspend_autovacuum() {
-	local IFS=,
-	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot turn autovacuum off on the tables to load: $(sql_error)"
+	sql tgt -v list="$(sql_array "$@")" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot turn autovacuum off on the tables to load: $(sql_error)"
 BEGIN;
 SELECT format('ALTER TABLE %s SET (autovacuum_enabled = false)', c.oid::regclass)
-  FROM unnest(string_to_array(:'list', ',')) AS u(t)
-  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))
+  FROM unnest(:'list'::text[]) AS u(t)
+  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)))
  WHERE c.relkind = 'r' \gexec
 COMMIT;
 SQL
@@ -213,29 +210,28 @@ SQL
 # unmark_pending TABLE...: their keys and indexes are built; autovacuum_enabled
 # is again what the source's table says (or unset), in the same transaction.
 unmark_pending() {
-	local IFS=, autovacuum
-	autovacuum=$(sql src -v list="$*" <<'SQL'
-SELECT string_agg(u.t || '=' || substr(o, length('autovacuum_enabled=') + 1), ',')
-  FROM unnest(string_to_array(:'list', ',')) AS u(t)
-  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))
+	local autovacuum
+	autovacuum=$(sql src -v list="$(sql_array "$@")" <<'SQL'
+SELECT coalesce(jsonb_object_agg(u.t, substr(o, length('autovacuum_enabled=') + 1)), '{}')
+  FROM unnest(:'list'::text[]) AS u(t)
+  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)))
   CROSS JOIN LATERAL unnest(c.reloptions) AS o
  WHERE o LIKE 'autovacuum\_enabled=%'
 SQL
 	) || bootstrap_fail $EX_RUNTIME "cannot read the source tables' autovacuum_enabled: $(sql_error)"
-	sql tgt -v list="$*" -v autovacuum="$autovacuum" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the indexes built in the target: $(sql_error)"
+	sql tgt -v list="$(sql_array "$@")" -v autovacuum="$autovacuum" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot record the indexes built in the target: $(sql_error)"
 BEGIN;
 WITH src AS (
-  SELECT split_part(kv, '=', 1) AS t, split_part(kv, '=', 2) AS v
-    FROM unnest(string_to_array(nullif(:'autovacuum', ''), ',')) AS kv
+  SELECT e.key AS t, e.value AS v FROM jsonb_each_text(:'autovacuum'::jsonb) AS e
 )
 SELECT CASE WHEN src.v IS NULL THEN format('ALTER TABLE %s RESET (autovacuum_enabled)', c.oid::regclass)
             ELSE format('ALTER TABLE %s SET (autovacuum_enabled = %L)', c.oid::regclass, src.v) END
-  FROM unnest(string_to_array(:'list', ',')) AS u(t)
-  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))
+  FROM unnest(:'list'::text[]) AS u(t)
+  JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)))
   LEFT JOIN src ON src.t = u.t
  WHERE c.relkind = 'r' \gexec
-DELETE FROM pgsync.pending_definitions p USING unnest(string_to_array(:'list', ',')) AS t
- WHERE p.schema_name = split_part(t, '.', 1) AND p.table_name = split_part(t, '.', 2);
+DELETE FROM pgsync.pending_definitions p USING unnest(:'list'::text[]) AS t
+ WHERE p.schema_name = split_part(t, E'\t', 1) AND p.table_name = split_part(t, E'\t', 2);
 COMMIT;
 SQL
 }
@@ -247,11 +243,10 @@ SQL
 # leaves only lower-case letters, digits and _ unquoted); the parentheses
 # and bars around them are regular expression syntax.
 table_patterns() {
-	local IFS=,
-	sql src -v list="$*" <<'SQL'
+	sql src -v list="$(sql_array "$@")" <<'SQL'
 SELECT format('%s.(%s)', quote_ident(s), string_agg(quote_ident(t), '|' ORDER BY ord))
-  FROM (SELECT split_part(u.t, '.', 1) AS s, split_part(u.t, '.', 2) AS t, u.ord
-          FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)) x
+  FROM (SELECT split_part(u.t, E'\t', 1) AS s, split_part(u.t, E'\t', 2) AS t, u.ord
+          FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord)) x
  GROUP BY s ORDER BY min(ord)
 SQL
 }
@@ -259,11 +254,10 @@ SQL
 # schema_statements TABLE...: CREATE SCHEMA IF NOT EXISTS for the schemas of
 # TABLEs, each once, the names quoted by the server.
 schema_statements() {
-	local IFS=,
-	sql tgt -v list="$*" <<'SQL'
+	sql tgt -v list="$(sql_array "$@")" <<'SQL'
 SELECT format('CREATE SCHEMA IF NOT EXISTS %I;', s)
-  FROM (SELECT split_part(u.t, '.', 1) AS s, min(u.ord) AS ord
-          FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord) GROUP BY 1) x
+  FROM (SELECT split_part(u.t, E'\t', 1) AS s, min(u.ord) AS ord
+          FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord) GROUP BY 1) x
  ORDER BY ord
 SQL
 }
@@ -285,8 +279,7 @@ dump_definitions() {
 	supervise "$BS_DEADLINE" "pg_dump:$SPAWN_PID"
 	[[ $SUP_RESULT == ok ]] || step_failed "dumping table definitions"
 	((CHUNKED)) || return 0
-	local IFS=,
-	src_at_snapshot "$LATE_POST_SQL" -v list="$*" >"$STATE_DIR/$name.late" ||
+	src_at_snapshot "$LATE_POST_SQL" -v list="$(sql_array "$@")" >"$STATE_DIR/$name.late" ||
 		bootstrap_fail $EX_RUNTIME "cannot read the tables' unique constraints from the source: $(sql_error)"
 }
 
@@ -296,10 +289,9 @@ dump_definitions() {
 catalog_definitions() {
 	local which=$1 file=$2 sqltext phase=all
 	shift 2
-	local IFS=,
 	[[ $which == pre ]] && sqltext=$CATALOG_PRE_SQL || sqltext=$CATALOG_POST_SQL
 	[[ $which == post.* ]] && phase=${which#post.}
-	src_at_snapshot "$sqltext" -v missing="$*" -v phase="$phase" >"$file" ||
+	src_at_snapshot "$sqltext" -v missing="$(sql_array "$@")" -v phase="$phase" >"$file" ||
 		bootstrap_fail $EX_RUNTIME "cannot read table definitions from the source: $(sql_error)"
 }
 
@@ -334,13 +326,12 @@ src_at_snapshot() {
 # line. pg_dump -t takes a partitioned table without its partitions, and a
 # partitioned table without partitions has nowhere to put a row.
 partitions_of() {
-	local IFS=,
-	src_at_snapshot "SELECT n.nspname || '.' || c.relname
-		   FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
-		  CROSS JOIN LATERAL pg_partition_tree(to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2)))) AS pt
+	src_at_snapshot "SELECT n.nspname || E'\t' || c.relname
+		   FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord)
+		  CROSS JOIN LATERAL pg_partition_tree(to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2)))) AS pt
 		   JOIN pg_class c ON c.oid = pt.relid
 		   JOIN pg_namespace n ON n.oid = c.relnamespace
-		  WHERE pt.level > 0 ORDER BY u.ord, pt.level, c.relname;" -v list="$*"
+		  WHERE pt.level > 0 ORDER BY u.ord, pt.level, c.relname;" -v list="$(sql_array "$@")"
 }
 
 # Decide which definitions this bootstrap copies and read them at the
@@ -366,7 +357,7 @@ create_target_tables() {
 		return 0
 	fi
 	((${#DEF_PENDING[@]} == 0)) ||
-		log_warn "an earlier bootstrap created ${DEF_PENDING[*]} but stopped before their keys and indexes: they are built after the copy"
+		log_warn "an earlier bootstrap created $(table_shown "${DEF_PENDING[@]}") but stopped before their keys and indexes: they are built after the copy"
 	BS_PHASE="copying table definitions"
 	major=$(sql src <<<"SELECT current_setting('server_version_num')::int / 10000") ||
 		bootstrap_fail $EX_RUNTIME "cannot read the source's version: $(sql_error)"
@@ -413,33 +404,32 @@ create_target_tables() {
 	# A table dropped on the source after the checks is simply not in the
 	# definitions read at the snapshot.
 	local absent
-	absent=$(IFS=, && sql tgt -v list="${DEF_MISSING[*]}" <<'SQL'
-SELECT string_agg(u.t, ' ' ORDER BY u.ord) FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
- WHERE to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) IS NULL
+	absent=$(sql tgt -v list="$(sql_array "${DEF_MISSING[@]}")" <<'SQL'
+SELECT string_agg(replace(u.t, E'\t', '.'), ' ' ORDER BY u.ord) FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord)
+ WHERE to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) IS NULL
 SQL
 	) || bootstrap_fail $EX_RUNTIME "cannot check the tables created in the target: $(sql_error)"
 	[[ -z $absent ]] || bootstrap_fail $EX_RUNTIME "the source has no table $absent at the snapshot: was it dropped after the checks? pgsync check, then bootstrap again"
-	log_info "created target tables ${DEF_MISSING[*]} from the source definitions"
+	log_info "created target tables $(table_shown "${DEF_MISSING[@]}") from the source definitions"
 }
 
 # clear_partial_post_data TABLE...: drop the keys and indexes an interrupted
 # bootstrap built on TABLEs (it created the tables, so nothing else did), so
 # that building all of them again cannot fail on one that exists.
 clear_partial_post_data() {
-	local IFS=,
-	sql tgt -v list="$*" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot drop the keys and indexes an earlier bootstrap left half built: $(sql_error)"
+	sql tgt -v list="$(sql_array "$@")" >/dev/null <<'SQL' || bootstrap_fail $EX_RUNTIME "cannot drop the keys and indexes an earlier bootstrap left half built: $(sql_error)"
 BEGIN;
 WITH t AS (
-  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel, u.ord
-    FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
+  SELECT to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) AS rel, u.ord
+    FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord)
 )
 SELECT format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', c.conrelid::regclass, c.conname)
   FROM t JOIN pg_constraint c ON c.conrelid = t.rel
  WHERE (c.contype IN ('p', 'u', 'x') OR (c.contype = 'c' AND NOT c.convalidated)) AND c.coninhcount = 0
  ORDER BY t.ord \gexec
 WITH t AS (
-  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel, u.ord
-    FROM unnest(string_to_array(:'list', ',')) WITH ORDINALITY AS u(t, ord)
+  SELECT to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) AS rel, u.ord
+    FROM unnest(:'list'::text[]) WITH ORDINALITY AS u(t, ord)
 )
 SELECT format('DROP INDEX IF EXISTS %s', i.indexrelid::regclass) FROM t JOIN pg_index i ON i.indrelid = t.rel
  WHERE NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)

@@ -13,8 +13,8 @@
 # count with their tables. Input: :'tables', :'sequences'.
 read -r -d '' SEQ_LIST_SQL <<'SQL'
 WITH cfg AS (
-  SELECT to_regclass(format('%I.%I', split_part(u.t, '.', 1), split_part(u.t, '.', 2))) AS rel
-    FROM unnest(string_to_array(:'tables', ',')) AS u(t)
+  SELECT to_regclass(format('%I.%I', split_part(u.t, E'\t', 1), split_part(u.t, E'\t', 2))) AS rel
+    FROM unnest(:'tables'::text[]) AS u(t)
 ), rels AS (
   -- pg_partition_tree lists nothing for a table that is not partitioned.
   SELECT rel FROM cfg WHERE rel IS NOT NULL
@@ -30,8 +30,8 @@ WITH cfg AS (
     FROM pg_attrdef ad JOIN rels ON ad.adrelid = rels.rel
     JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
   UNION ALL
-  SELECT to_regclass(format('%I.%I', split_part(u.s, '.', 1), split_part(u.s, '.', 2))), 'c', NULL, NULL
-    FROM unnest(string_to_array(nullif(:'sequences', ''), ',')) AS u(s)
+  SELECT to_regclass(format('%I.%I', split_part(u.s, E'\t', 1), split_part(u.s, E'\t', 2))), 'c', NULL, NULL
+    FROM unnest(:'sequences'::text[]) AS u(s)
 ), seqs AS (
   -- An owning column wins over a default's or the configuration's mention.
   SELECT DISTINCT ON (u.seq) u.seq, u.how, u.rel, u.att
@@ -121,9 +121,9 @@ psql_set() {
 sequences_read() {
 	local out
 	if [[ ${1:-} == at-snapshot ]]; then
-		out=$(src_at_snapshot "$SEQ_VALUES_SQL" -v sequences="${CFG[replication.sequences]}") || return 1
+		out=$(src_at_snapshot "$SEQ_VALUES_SQL" -v sequences="$(sql_array "${SEQUENCES[@]}")") || return 1
 	else
-		out=$(sql src -v sequences="${CFG[replication.sequences]}" <<<"$SEQ_VALUES_SQL") || return 1
+		out=$(sql src -v sequences="$(sql_array "${SEQUENCES[@]}")" <<<"$SEQ_VALUES_SQL") || return 1
 	fi
 	SEQ_VALUES=${out:-[]}
 }
@@ -195,15 +195,15 @@ SQL
 # Findings via check.sh's finding().
 sequences_check() {
 	local rows level msg fix
-	rows=$(sql src -v sequences="${CFG[replication.sequences]}" <<SQL
+	rows=$(sql src -v sequences="$(sql_array "${SEQUENCES[@]}")" <<SQL
 WITH l(nsp, rel, owner, col, how, ddl) AS (
 $SEQ_LIST_SQL
 )
-SELECT 'fail', format('sequence %s in replication.sequences does not exist', u.s),
-       format('create it, or remove %s from replication.sequences', u.s)
-  FROM unnest(string_to_array(nullif(:'sequences', ''), ',')) AS u(s)
- WHERE to_regclass(format('%I.%I', split_part(u.s, '.', 1), split_part(u.s, '.', 2))) IS NULL
-    OR (SELECT relkind FROM pg_class WHERE oid = to_regclass(format('%I.%I', split_part(u.s, '.', 1), split_part(u.s, '.', 2)))) <> 'S'
+SELECT 'fail', format('sequence %s in replication.sequences does not exist', replace(u.s, E'\t', '.')),
+       format('create it, or remove %s from replication.sequences', replace(u.s, E'\t', '.'))
+  FROM unnest(:'sequences'::text[]) AS u(s)
+ WHERE to_regclass(format('%I.%I', split_part(u.s, E'\t', 1), split_part(u.s, E'\t', 2))) IS NULL
+    OR (SELECT relkind FROM pg_class WHERE oid = to_regclass(format('%I.%I', split_part(u.s, E'\t', 1), split_part(u.s, E'\t', 2)))) <> 'S'
 UNION ALL
 SELECT 'fail', format('SELECT on sequence %I.%I, which pgsync reads to carry its value', nsp, rel),
        format('GRANT SELECT ON SEQUENCE %I.%I TO %I', nsp, rel, current_user)
@@ -223,7 +223,7 @@ SQL
 	# creates are the target role's own. An unreachable target is reported
 	# by the target's own checks.
 	local names
-	names=$(sql src -v sequences="${CFG[replication.sequences]}" <<SQL
+	names=$(sql src -v sequences="$(sql_array "${SEQUENCES[@]}")" <<SQL
 WITH l(nsp, rel, owner, col, how, ddl) AS (
 $SEQ_LIST_SQL
 )

@@ -233,17 +233,37 @@ verify_release() {
 
 # verify_table_file FILE TABLE...: the tables for pg-verify --tables, in the
 # order given, each as its pg-snapshot-dump --list-tables line (the
-# publications' row filter and column list; names in the stream's
-# escaping, which leaves the configured ones as they are); a table the
-# publications do not publish: schema and name alone. Never a joined list.
+# publications' row filter and column list); a table the publications do
+# not publish: schema and name alone. A TABLE is "schema<TAB>name" (see
+# table_list), written in the stream's escaping as the lines are: of the
+# characters a configured name may hold only the backslash is escaped.
+# Never a joined list, and never a name split on a dot.
 verify_table_file() {
 	local file=$1
 	shift
-	printf '%s\n' "$@" | awk -F '\t' '
-		NR == FNR { if ($0 != "") line[$1 "." $2] = $0; next }
+	printf '%s\n' "${@//\\/\\\\}" | awk -F '\t' '
+		NR == FNR { if ($0 != "") line[$1 "\t" $2] = $0; next }
 		$0 in line { print line[$0]; next }
-		{ i = index($0, "."); print substr($0, 1, i - 1) "\t" substr($0, i + 1) }' \
+		{ print }' \
 		<(printf '%s\n' "$VERIFY_RESOLVED") - >"$file"
+}
+
+# verify_table NAME: the configured table --table NAME names, into ITEM:
+# NAME as replication.tables takes it (pgsync-config reads it: SQL's quotes
+# for a name with a dot or a comma), else as messages show it (schema.name).
+verify_table() {
+	local name=$1 x
+	local found
+	ITEM=""
+	if found=$(pgsync-config -c "$CONFIG" "${CONFIG_SETS[@]}" --set "replication.tables=$name" \
+		--list replication.tables 2>/dev/null) && [[ $found != *$'\n'* ]]; then
+		found=${found//\\\\/\\}
+		in_list "$found" "${TABLES[@]}" && ITEM=$found && return 0
+	fi
+	for x in "${TABLES[@]}"; do
+		[[ ${x/$'\t'/.} == "$name" ]] && ITEM=$x && return 0
+	done
+	return 1
 }
 
 # --- the command ----------------------------------------------------------------
@@ -277,8 +297,8 @@ cmd_verify() {
 	local t
 	local -a tables=()
 	for t in "${VERIFY_TABLES[@]}"; do
-		in_list "$t" "${TABLES[@]}" || die $EX_USAGE "table $t is not in replication.tables"
-		tables+=("$t")
+		verify_table "$t" || die $EX_USAGE "table $t is not in replication.tables"
+		tables+=("$ITEM")
 	done
 	((${#tables[@]})) || tables=("${TABLES[@]}")
 	local jobs=${VERIFY_JOBS:-${CFG[resources.max_parallel_copies]}}
