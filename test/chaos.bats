@@ -3,7 +3,9 @@
 # kill -9, server restarts and terminated backends, with nothing lost,
 # repeated or acknowledged early. test/chaos does the work (CHAOS_SEED,
 # FAULTS, DURATION to vary it); this file runs a short round of it in both
-# modes and checks that its invariant checker can fail.
+# modes, one under pgsync run with a failover of the source as its last
+# fault (PostgreSQL 17 or later: PGSYNC_MAJOR, default 17 there), and checks
+# that its invariant checker can fail.
 
 # One of the longest files: started first (test/run-bats).
 # run-bats: slow 2
@@ -42,6 +44,20 @@ chaos_run() {
 @test "chaos, pgsync bootstrap + run: 5 faults during the chunked copy (kill -9 of bootstrap, pg-snapshot-dump, pg-apply, both servers restarted) and 6 of 6 kinds while it streams leave every table identical, the job never needs a resync and never acknowledges early" {
 	chaos_run pgsync 25
 	[[ $output == *", ${COPY_FAULTS:-5} copy faults survived, 0 missed,"* ]]
+}
+
+@test "chaos, pgsync run with a failover of the source (17+): the primary crashed once the job's slot is synced, the standby promoted; the job follows it on timeline 2, no resync, tables identical, nothing acknowledged early" {
+	local m=${PGSYNC_MAJOR:-17} n=${FAULTS:-4}
+	((m >= 17)) || skip "failover slots need PostgreSQL 17 or later, PGSYNC_MAJOR is $m"
+	run env PGSYNC_MAJOR="$m" CHAOS_MODE=pgsync CHAOS_FAILOVER=1 FAULTS="$n" COPY_FAULTS=0 \
+		DURATION="${DURATION:-30}" "$PGSYNC_ROOT/test/chaos"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"$n faults survived ("*"failover x1"* ]]
+	[[ $output == *", 0 missed,"* ]]
+	[[ $output == *" s after the promotion on timeline 2, identical" ]]
+	[[ $output != *FAILED* ]]
+	[[ $output =~ invariant\ samples ]]
 }
 
 @test "chaos-sampler flags a slot confirmed past the target's applied_lsn, and a checkpoint file past it" {
@@ -85,7 +101,7 @@ chaos_run() {
 	psql_at one -c "SELECT pg_drop_replication_slot('fine')"
 }
 
-@test "chaos rejects a malformed FAULTS, DURATION or CHAOS_MODE with exit 2 and says which" {
+@test "chaos rejects a malformed FAULTS, DURATION, CHAOS_MODE or CHAOS_FAILOVER setting with exit 2 and says which" {
 	run env FAULTS=x "$PGSYNC_ROOT/test/chaos"
 	[ "$status" -eq 2 ]
 	[[ $output == *"FAULTS must be a non-negative integer"* ]]
@@ -95,4 +111,10 @@ chaos_run() {
 	run env CHAOS_MODE=subscription "$PGSYNC_ROOT/test/chaos"
 	[ "$status" -eq 2 ]
 	[[ $output == *"CHAOS_MODE must be pipe or pgsync"* ]]
+	run env CHAOS_FAILOVER=1 CHAOS_MODE=pipe "$PGSYNC_ROOT/test/chaos"
+	[ "$status" -eq 2 ]
+	[[ $output == *"CHAOS_FAILOVER=1 needs CHAOS_MODE=pgsync"* ]]
+	run env CHAOS_FAILOVER=1 CHAOS_MODE=pgsync PGSYNC_MAJOR=16 "$PGSYNC_ROOT/test/chaos"
+	[ "$status" -eq 2 ]
+	[[ $output == *"CHAOS_FAILOVER=1 needs PGSYNC_MAJOR=17 or later"* ]]
 }

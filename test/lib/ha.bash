@@ -6,9 +6,10 @@
 #   setup_file() { ha_start prim stby; cluster_start tgt; }
 #   ... ha_promote stby; cluster_stop prim --mode immediate ...
 #
-# ha_start PRIMARY STANDBY starts PRIMARY on PGSYNC_MAJOR (default 17) and
-# makes STANDBY a streaming physical standby of it from a cold copy of its
-# data directory (the downloaded majors have no pg_basebackup): the primary
+# ha_start PRIMARY STANDBY [OPTION...] starts PRIMARY on PGSYNC_MAJOR
+# (default 17), with pg-cluster start's OPTIONs (--set name=value: the
+# standby's copy has them too), and makes STANDBY a streaming physical
+# standby of it from a cold copy of its data directory (the downloaded majors have no pg_basebackup): the primary
 # is stopped cleanly, copied, and both are started. The standby streams
 # through a physical slot STANDBY_phys on the primary, with
 # hot_standby_feedback and, from 17, sync_replication_slots on and dbname in
@@ -27,8 +28,9 @@ ha_major() {
 
 ha_start() {
 	local prim=$1 stby=$2 major base pdir sdir pport
+	shift 2
 	major=$(ha_major)
-	cluster_start "$prim" --major "$major" --set hot_standby_feedback=on --set wal_keep_size=256MB || return
+	cluster_start "$prim" --major "$major" --set hot_standby_feedback=on --set wal_keep_size=256MB "$@" || return
 	psql_at "$prim" -c "SELECT pg_create_physical_replication_slot('${stby}_phys')" >/dev/null || return
 	cluster_stop "$prim" --mode fast || return
 	pdir=$(cluster_dir "$prim") || return
