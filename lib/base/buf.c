@@ -86,3 +86,16 @@ buf_json_string(struct buf *b, const char *s)
 	b->len += json_escape(b->data + b->len, room, s);
 	buf_putc(b, '"');
 }
+
+void
+buf_quote_ident(struct buf *b, const char *s)
+{
+	buf_putc(b, '"');
+	for (; *s; s++)
+	{
+		if (*s == '"')
+			buf_putc(b, '"');
+		buf_putc(b, *s);
+	}
+	buf_putc(b, '"');
+}

@@ -29,5 +29,7 @@ static inline void buf_reset(struct buf *b) { b->len = 0; }
 void buf_free(struct buf *b);
 /* Append s as a JSON string, quotes included (json.h escapes it). */
 void buf_json_string(struct buf *b, const char *s);
+/* Append s as a quoted SQL identifier: in double quotes, any inside doubled. */
+void buf_quote_ident(struct buf *b, const char *s);
 
 #endif

@@ -279,18 +279,9 @@ static void
 put_part(struct buf *b, const char *s)
 {
 	if (name_part_ok(s, strlen(s)))
-	{
 		buf_puts(b, s);
-		return;
-	}
-	buf_putc(b, '"');
-	for (; *s; s++)
-	{
-		if (*s == '"')
-			buf_putc(b, '"');
-		buf_putc(b, *s);
-	}
-	buf_putc(b, '"');
+	else
+		buf_quote_ident(b, s);
 }
 
 /*

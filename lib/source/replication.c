@@ -19,20 +19,6 @@ repl_options_for(int server_version, struct repl_options *o)
 	o->streaming = v14;
 }
 
-/* Double quotes for an identifier, doubling any inside. */
-static void
-quote_ident(struct buf *b, const char *s)
-{
-	buf_putc(b, '"');
-	for (; *s; s++)
-	{
-		if (*s == '"')
-			buf_putc(b, '"');
-		buf_putc(b, *s);
-	}
-	buf_putc(b, '"');
-}
-
 void
 repl_start_command(struct buf *b, const char *slot, lsn_t start,
 				   const struct repl_options *o,
@@ -42,14 +28,14 @@ repl_start_command(struct buf *b, const char *slot, lsn_t start,
 	char l[LSN_BUFSZ];
 
 	buf_puts(b, "START_REPLICATION SLOT ");
-	quote_ident(b, slot);
+	buf_quote_ident(b, slot);
 	buf_printf(b, " LOGICAL %s (proto_version '%d', publication_names '",
 			   lsn_format(start, l), o->proto_version);
 	for (int i = 0; i < npubs; i++)
 	{
 		if (i > 0)
 			buf_putc(&names, ',');
-		quote_ident(&names, pubs[i]);
+		buf_quote_ident(&names, pubs[i]);
 	}
 	/* A string literal: single quotes doubled, no backslash escapes. */
 	for (size_t i = 0; i < names.len; i++)
