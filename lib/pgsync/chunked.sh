@@ -244,6 +244,8 @@ chunk_group() {
 		record_estimates
 	fi
 	if ((CH_TABLES_DONE < CH_TABLES)); then
+		# A failure here is named by this phase, not the step before.
+		BS_PHASE="preparing chunk group $CH_GROUP"
 		chunk_done_file "$WORK/chunks.done"
 		key_collations "$WORK/key-collations"
 		truncate_unfinished
