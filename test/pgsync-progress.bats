@@ -28,10 +28,12 @@ teardown_file() {
 	cluster_stop_all
 }
 
-# new_job NAME: a chunked job of 1,000-row chunks, nothing of it left.
+# new_job NAME: a chunked job of 250-row chunks: 240 chunks of 50 ms on
+# two connections, a copy of about 6 s, long enough for several redraws
+# however busy the machine.
 new_job() {
 	job_conf "$1" "$1_slot" pr_pub public.Progress resources.snapshot_mode=chunked \
-		resources.chunk_rows=1000 resources.max_parallel_copies=2 >/dev/null
+		resources.chunk_rows=250 resources.max_parallel_copies=2 >/dev/null
 }
 
 @test "on a terminal, bootstrap redraws one progress line with a bar, rows, rate and time left, and clears it when the copy ends" {
@@ -44,7 +46,7 @@ new_job() {
 	local ts=$BATS_TEST_TMPDIR/typescript
 	# Redrawn in place: carriage returns, the line cleared, no newline between.
 	(($(grep -c $'\r\033\[Kcopying \[[#-]*\] ' "$ts") >= 1))
-	(($(grep -o 'copying \[[#-]*\] ' "$ts" | wc -l) >= 3))
+	(($(grep -o 'copying \[[#-]*\] ' "$ts" | wc -l) >= 2))
 	grep -Eq 'copying \[[#-]{20}\] +[0-9]+%  [0-9]+ of [0-9]+ rows  [0-9]+ rows/s  ETA [0-9]+:[0-9]{2}' "$ts"
 	# The bootstrap's own lines after it start on a cleared line.
 	grep -q $'\r\033\[Kpgsync: bootstrap of job pr_tty complete' <(tr -d '\n' <"$ts" | sed 's/\r\x1b\[K/\n&/g') ||
