@@ -5,7 +5,9 @@
 # schema TAB name lines, and no step splits a name on a dot or a comma. One
 # job, serial keys, in both copy modes: bootstrap, run (inserts, updates
 # and deletes arrive), verify (identical; a row changed on the target is a
-# difference, named by its table), switchover (the sequences move).
+# difference, named by its table), switchover (the sequences move). The
+# source role has exactly the guide's privileges; the chunked job copies
+# into a LATIN1 database as a target role that is not a superuser.
 
 load lib/cluster
 load pgsync-helpers
@@ -37,11 +39,24 @@ INSERT INTO s.x VALUES (1);
 CREATE PUBLICATION nm_pub FOR TABLE "s.x"."a.b", public."c,d", public."q""x", "Big Co"."Orders";
 CREATE PUBLICATION nk_pub FOR TABLE "s.x"."a.b", public."c,d", public."q""x", "Big Co"."Orders";
 SQL
+	# The guide's source privileges, granted by name: lp_source_role would
+	# split these names on their dots.
+	psql_at src <<'SQL'
+CREATE ROLE nm_src LOGIN REPLICATION;
+GRANT CONNECT ON DATABASE postgres TO nm_src;
+GRANT USAGE ON SCHEMA "s.x", "Big Co", public TO nm_src;
+GRANT SELECT ON "s.x"."a.b", public."c,d", public."q""x", "Big Co"."Orders" TO nm_src;
+GRANT SELECT ON SEQUENCE "s.x"."a.b_id_seq", public."c,d_id_seq", public."q""x_id_seq", "Big Co"."Orders_id_seq" TO nm_src;
+SQL
+	export SRC_URL=${src_URL/user=postgres/user=nm_src}
 	# nm: the copy at one snapshot, the tables created by pg_dump; nk: a
-	# chunked copy into the tables bootstrap creates too, on another database.
+	# chunked copy into the tables bootstrap creates too, on another
+	# database, LATIN1, as a role that may only create schemas and tables.
 	job_conf nm nm_slot nm_pub "$TABLES_CONF" resources.snapshot_mode=single >/dev/null
 	job_conf nk nk_slot nk_pub "$TABLES_CONF" resources.snapshot_mode=chunked resources.chunk_rows=10 >/dev/null
-	psql_at tgt -c "CREATE DATABASE nk"
+	psql_at tgt -c "CREATE DATABASE nk ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(tgt_db nk)" \
+		-c "CREATE ROLE nk_tgt LOGIN" -c "GRANT CREATE ON DATABASE nk TO nk_tgt" -c "GRANT CREATE ON SCHEMA public TO nk_tgt"
 }
 
 teardown_file() {
@@ -139,11 +154,11 @@ SQL
 }
 
 @test "a chunked copy of the same tables into tables bootstrap creates, then streamed and verified" {
-	TGT_URL=$(tgt_db nk) run pgs nk bootstrap
+	TGT_URL=$(tgt_db nk nk_tgt) run pgs nk bootstrap
 	echo "$output"
 	[ "$status" -eq 0 ]
 	same_named nk
-	TGT_URL=$(tgt_db nk) start_run nk
+	TGT_URL=$(tgt_db nk nk_tgt) start_run nk
 	wait_until 60 nk_streaming
 	psql_at src <<'SQL'
 INSERT INTO public."c,d" (v) VALUES ('chunked');
@@ -151,7 +166,7 @@ UPDATE "Big Co"."Orders" SET "V" = 'x' WHERE id = 5;
 DELETE FROM public."q""x" WHERE id = 9;
 SQL
 	wait_until 60 same_named nk
-	TGT_URL=$(tgt_db nk) run pgs nk verify
+	TGT_URL=$(tgt_db nk nk_tgt) run pgs nk verify
 	echo "$output"
 	[ "$status" -eq 0 ]
 	stop_run TERM
