@@ -10,10 +10,11 @@
 
 #include "applystate.h"
 
-/* Write the checkpoint file when due (or always with force). Nothing
- * before the job has a durable position; a write error exits 1. */
 /* The position the checkpoint file is to say (see struct apply_state). */
 lsn_t applyreport_checkpoint_lsn(const struct apply_state *a);
+
+/* Write the checkpoint file when due (or always with force). Nothing
+ * before the job has a durable position; a write error exits 1. */
 void applyreport_checkpoint(struct apply_state *a, bool force);
 
 /* The heartbeat row when due (or always with force); a metadata session

@@ -364,11 +364,12 @@ check_tables(struct key *k, const char *v, int line)
 	{
 		if (*bad == '\0')
 			conf_error(line, "empty item in %s", k->name);
+		else if (why)
+			conf_error(line, "invalid %s \"%s\" in %s: %s", noun, conf_trim(bad), k->name, why);
 		else
-			conf_error(line, "invalid %s \"%s\" in %s: %s", noun, conf_trim(bad), k->name,
-					   why ? why : strcmp(noun, "table") == 0
-					   ? "expected schema.table, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL's double quotes"
-					   : "expected schema.sequence, each name as the catalog stores it (1-63 letters, digits, _, $, spaces or double quotes) or in SQL's double quotes");
+			conf_error(line, "invalid %s \"%s\" in %s: expected schema.%s, each name as the catalog stores it "
+					   "(1-63 letters, digits, _, $, spaces or double quotes) or in SQL's double quotes",
+					   noun, conf_trim(bad), k->name, noun);
 		free(bad);
 		return false;
 	}
