@@ -4,6 +4,18 @@
 # results JSON only: it never measures, and shows every recorded contender,
 # failed ones included.
 
+# bench_budget: resources.memory_budget_mb of a job with the benchmark's
+# settings, as pgsync-config validates it (the budget every pgsync program
+# of a run is held to); null when pgsync-config cannot say.
+bench_budget() {
+	local conf=$BENCH_BASE/budget.conf
+	printf '%s\n' "job.name = bench" "job.state_dir = $BENCH_BASE/budget-state" "source.slot = bench" \
+		"source.publication = bench_pub" "replication.tables = public.t" \
+		"resources.max_parallel_copies = $jobs" >"$conf"
+	pgsync-config -c "$conf" 2>/dev/null | sed -n -E 's/^resources\.memory_budget_mb = ([0-9]+).*/\1/p' |
+		grep . || echo null
+}
+
 # bench_environment: machine, server and settings as JSON.
 bench_environment() {
 	local show
@@ -18,10 +30,11 @@ bench_environment() {
 		--arg load_start "$load_start" --arg load_end "$(cut -d ' ' -f 1-3 /proc/loadavg)" \
 		--arg pgcopydb "$(pgcopydb --version 2>/dev/null | sed -n 's/^pgcopydb version //p' | head -n 1)" \
 		--arg pgsync "$(pg-apply --version 2>/dev/null)" \
+		--argjson budget "$(bench_budget)" \
 		'{cpu: $cpu, cores: $cores, memory_mb: $mem_mb, kernel: $kernel, filesystem: $fs,
 		  load_average_start: $load_start, load_average_end: $load_end,
 		  postgresql: $settings.server_version, settings: ($settings | del(.server_version)),
-		  pgsync: $pgsync, pgcopydb: (if $pgcopydb == "" then null else $pgcopydb end)}'
+		  pgsync: $pgsync, memory_budget_mb: $budget, pgcopydb: (if $pgcopydb == "" then null else $pgcopydb end)}'
 }
 
 # bench_report JSON: the text report.
@@ -32,6 +45,7 @@ bench_report() {
 	def fmt2: (. * 100 | round) as $c | "\($c / 100 | floor).\($c % 100 | tostring | if length < 2 then "0" + . else . end)";
 	def rss: . as $r | [.peak_rss_kb | to_entries[] | "\(.key) \(.value | mb)"] | join(", ")
 		| if . == "" and ($r.contender | startswith("builtin")) then "(server processes)" else . end;
+	.environment.memory_budget_mb as $budget |
 	def pad($n): tostring | if length >= $n then . else . + (" " * ($n - length)) end;
 	def lpad($n): tostring | if length >= $n then . else (" " * ($n - length)) + . end;
 	"pgsync benchmarks, \(.started)\(if .quick then " (QUICK: smoke sizes, not a result)" else "" end)",
@@ -52,6 +66,16 @@ bench_report() {
 			"\(.contender | pad(16)) \(.status | pad(7)) \((.wall_s | if . == null then "-" else fmt2 + "s" end) | lpad(9)) \(.rows_per_s | num | lpad(14)) \(.speedup_vs_builtin | if . == null then "-" else fmt2 + "x" end | lpad(10))  \(rss)\(if .note != "" then "  [" + .note + "]" else "" end)")
 		end),
 		"durability: " + ([.results[] | "\(.contender): \(.durability)"] | join("; ")),
+		# The largest peak RSS of one pgsync program (bootstrap: its
+		# largest process) against the budget its job validates.
+		([.results[] | select(.contender | startswith("pgsync") or startswith("pg-walcat"))
+			| .peak_rss_kb // {} | to_entries[]] | max_by(.value)) as $top
+		| (if $top == null then empty else
+			"memory: largest pgsync program \($top.key) \($top.value | mb)"
+			+ (if $budget == null then "" else
+				(if $top.value > $budget * 1024 then ", OVER" else ", within" end)
+				+ " the \($budget) MB resources.memory_budget_mb pgsync-config validates for this job" end)
+		  end),
 		"cpu seconds: " + ([.results[] | select(.status == "ok" and .cpu_s != null and (.cpu_s | length) > 0)
 			| "\(.contender): " + ([.cpu_s | to_entries[] | "\(.key) \(.value)"] | join(", "))] | join("; "))
 	),

@@ -147,6 +147,15 @@ smoke() {
 	[ "$(grep -c '^cpu seconds: .*pgsync: pg-apply [0-9.]*, pg-walcat [0-9.]*, source server [0-9.]*, target server [0-9.]*' "${json%.json}.txt")" -ge 4 ]
 }
 
+@test "smoke: every scenario holds its largest pgsync program against the memory budget pgsync-config validates" {
+	smoke
+	run jq -e '.environment.memory_budget_mb > 0' "$json"
+	[ "$status" -eq 0 ]
+	budget=$(jq '.environment.memory_budget_mb' "$json")
+	txt=${json%.json}.txt
+	[ "$(grep -c '^== ' "$txt")" -eq "$(grep -c "^memory: largest pgsync program .* [0-9.]*M, within the $budget MB resources.memory_budget_mb" "$txt")" ]
+}
+
 @test "smoke: steady state reports lag percentiles from 100 ms samples" {
 	smoke
 	run jq -e '[.scenarios[] | select(.name == "steady") | .results[]
