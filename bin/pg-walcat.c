@@ -14,6 +14,7 @@
 #include "log.h"
 #include "lsn.h"
 #include "out.h"
+#include "pace.h"
 #include "publication.h"
 #include "replication.h"
 #include "session.h"
@@ -644,6 +645,7 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 	bool heartbeats = server_version >= 140000 && w->o.heartbeat_ms > 0;
 	enum ws_status st = WS_OK;
 	bool drained = false, napped = false;
+	struct pace pace = {t0, 0, 0};
 	char err[256];
 
 	for (;;)
@@ -673,6 +675,7 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 			struct repl_msg m;
 
 			napped = false;
+			pace_add(&pace, (size_t) n);
 			if (!repl_parse(buf, (size_t) n, &m, err, sizeof(err)))
 			{
 				PQfreemem(buf);
@@ -699,14 +702,17 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 			if (st != WS_OK)
 				break;
 		}
-		else if (n == 0 && !napped)
+		else if (n == 0 && !napped && !pace_live(&pace))
 		{
 			/*
-			 * Data was flowing: nap briefly before waiting on the socket.
-			 * The walsender writes one small message at a time, and waking
-			 * a reader blocked in poll() on each costs both processes more
-			 * than the data does; napping lets a batch of messages gather
-			 * and the sender write without waking anyone.
+			 * A backlog is flowing: nap briefly before waiting on the
+			 * socket. The walsender writes one small message at a time, and
+			 * waking a reader blocked in poll() on each costs both processes
+			 * more than the data does; napping lets a batch of messages
+			 * gather and the sender write without waking anyone. A live
+			 * stream is not napped on: each transaction goes on the moment
+			 * it is whole, since the nap (and the timer's slack) would be
+			 * most of its way to the target.
 			 */
 			struct timespec ts = {0, NAP_US * 1000};
 

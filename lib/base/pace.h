@@ -1,16 +1,18 @@
 /*
- * pace.h - when pg-apply commits a batch as its input runs dry: at once for
- * a live producer, after a moment of quiet for one catching up. A batch is
- * committed once the input has been quiet for QUIET_MS. A producer catching
- * up leaves gaps of microseconds between its writes; committing in each
- * would stop reading (and so stall decoding on the source) while the target
- * finishes the batch, hundreds of times a second. Only a producer that is
- * catching up needs that wait: one that sent less than LIVE_BYTES in the
- * last one to two rate windows is live, and each of its transactions is
- * committed the moment the input runs dry (pgbench at 500 transactions a
- * second is about 250 kB/s of stream, a backlog being read tens of MB/s).
- * Committing is what slows a live producer down enough to be batched again,
- * as in a group commit.
+ * pace.h - is a stream's producer live or catching up? Both ends of the
+ * pipe ask it: pg-walcat before it naps to let messages gather, pg-apply
+ * before it commits a batch as its input runs dry.
+ *
+ * A producer that sent less than LIVE_BYTES in the last one to two rate
+ * windows is live (pgbench at 500 transactions a second is about 250 kB/s of
+ * stream, a backlog being read tens of MB/s). A live stream gets no waiting:
+ * each transaction goes on, and is committed, the moment it is whole.
+ * Waiting is only for a backlog: there the gaps between writes are
+ * microseconds, and passing on (or committing) at each one would cost both
+ * processes more than the data, hundreds of times a second. pg-apply
+ * commits a backlog's batch once its input has been quiet for QUIET_MS;
+ * committing is what slows a live producer down enough to be batched
+ * again, as in a group commit.
  */
 #ifndef PGSYNC_PACE_H
 #define PGSYNC_PACE_H
@@ -24,7 +26,7 @@ struct pace {
 	uint64_t start_ms, cur, prev;
 };
 
-/* n bytes of stream were read. */
+/* n bytes of stream were read (or received). */
 static inline void
 pace_add(struct pace *p, size_t n)
 {
