@@ -276,8 +276,29 @@ verify_pgcopydb() {
 # on the same two databases: pgsync verify (which takes the stopped job's
 # stream to its point itself), an md5 of every table on both sides, and
 # pgcopydb compare data.
+# The job of the verify scenario streaming (pgsync run) under a pgbench load
+# of 200 tps: verify then asks run for its consistent point and the stream
+# pauses. Sets RUNNING_PIDS (run, pgbench).
+verify_running_start() {
+	local s=$1 t=$2 conf=$3
+	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t pgsync -c "$conf" --log warn run >>"$RUN_DIR/run.log" 2>&1 &
+	RUNNING_PIDS=$!
+	wait_sql "$t" "EXISTS (SELECT 1 FROM pgsync.job WHERE job = 'bench' AND state = 'STREAMING')" 120 ||
+		return 1
+	pgbench -n -R 200 -T "$timeout_s" -c 2 -d "$s" >"$RUN_DIR/pgbench.out" 2>&1 &
+	RUNNING_PIDS+=" $!"
+	sleep 2
+}
+
+verify_running_stop() {
+	local p
+	for p in $RUNNING_PIDS; do stop_pid "$p"; done
+	for p in $RUNNING_PIDS; do wait "$p" 2>/dev/null || true; done
+	RUNNING_PIDS=""
+}
+
 run_verify() {
-	local s t conf c expect=$((scale * 100011)) status note dur t0 boot
+	local s t conf c expect=$((scale * 100011)) status note dur t0 boot extra
 	scenario verify "pgsync verify of pgbench scale $scale ($expect rows, 4 tables)" rows \
 		"$(jq -nc --argjson scale "$scale" --argjson jobs "$jobs" '{scale: $scale, jobs: $jobs}')" md5
 	bench_pair verify
@@ -293,10 +314,11 @@ run_verify() {
 	PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t pgsync -c "$conf" --log warn bootstrap >>"$boot/stderr" 2>&1 ||
 		bench_die "pgsync bootstrap failed: $(tail -n 1 "$boot/stderr")"
 	q "$t" "VACUUM ANALYZE"
-	for c in pgsync md5 pgcopydb; do
+	# pgsync-running last: its load changes the data.
+	for c in pgsync md5 pgcopydb pgsync-running; do
 		new_run "verify-$c"
 		WALL=""
-		status=ok note=""
+		status=ok note="" extra="{}"
 		if [[ $c == pgcopydb ]] && ! pgcopydb compare data --help >/dev/null 2>&1; then
 			# Not installed: no version, and no exit under set -e.
 			note=$({ pgcopydb --version 2>/dev/null || true; } | sed -n 's/^pgcopydb version //p' | head -n 1)
@@ -304,14 +326,21 @@ run_verify() {
 			record verify "$c" skipped "" "$expect" "" "${note:-pgcopydb not installed (scripts/install-deps --bench)}"
 			continue
 		fi
+		if [[ $c == pgsync-running ]] && ! verify_running_start "$s" "$t" "$conf"; then
+			verify_running_stop
+			record verify "$c" failed "" "" "" "pgsync run did not reach STREAMING: $(tail -n 1 "$RUN_DIR/run.log")"
+			continue
+		fi
 		bench_warm
 		t0=$(bench_now)
 		case $c in
-		pgsync)
+		pgsync | pgsync-running)
 			PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
 				pgsync -c "$conf" --log warn --json verify --jobs "$jobs" >"$RUN_DIR/verify.json" 2>>"$RUN_DIR/stderr" ||
 				status=failed
 			dur="exact, at one consistent point while the source runs: md5 of each row, compared per key-hash range"
+			[[ $c == pgsync ]] ||
+				dur="as pgsync, with pgsync run streaming a 200 tps pgbench load: verify pauses the stream at its consistent point"
 			;;
 		md5) verify_md5 "$s" "$t" || status=failed
 			dur="md5 of every table's rows in key order, each side in one session; not at one point in time" ;;
@@ -320,14 +349,23 @@ run_verify() {
 		esac
 		WALL=$(bench_elapsed "$t0")
 		cpu_stop
+		[[ $c != pgsync-running ]] || verify_running_stop
 		if [[ $status == ok && $c == pgsync ]]; then
 			[[ $(jq -r '.outcome + " " + (.rows_compared | tostring)' "$RUN_DIR/verify.json") == "identical $expect" ]] ||
 				{ status=failed note="verify: $(jq -c '{outcome, rows_compared}' "$RUN_DIR/verify.json" 2>/dev/null)"; }
+		elif [[ $status == ok && $c == pgsync-running ]]; then
+			# The load adds history rows: at least the scale's rows compared.
+			if jq -e --argjson n "$expect" '.outcome == "identical" and .rows_compared >= $n' "$RUN_DIR/verify.json" >/dev/null; then
+				extra=$(jq -c '{pause_ms}' "$RUN_DIR/verify.json")
+				note="the stream paused $(jq -r .pause_ms "$RUN_DIR/verify.json") ms"
+			else
+				status=failed note="verify: $(jq -c '{outcome, rows_compared}' "$RUN_DIR/verify.json" 2>/dev/null)"
+			fi
 		elif [[ $status != ok ]]; then
 			note=$(run_reason)
 			note=${note:-exit status non-zero}
 		fi
-		record verify "$c" "$status" "$WALL" "$expect" "$dur" "$note"
+		record verify "$c" "$status" "$WALL" "$expect" "$dur" "$note" "$extra"
 	done
 	bench_pair_destroy
 }

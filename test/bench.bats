@@ -156,6 +156,13 @@ smoke() {
 	[ "$(grep -c '^== ' "$txt")" -eq "$(grep -c "^memory: largest pgsync program .* [0-9.]*M, within the $budget MB resources.memory_budget_mb" "$txt")" ]
 }
 
+@test "smoke: verify also runs beside pgsync run under load, and reports how long the stream paused" {
+	smoke
+	run jq -e '[.scenarios[] | select(.name == "verify") | .results[] | select(.contender == "pgsync-running")
+		| (.status == "ok") and (.pause_ms >= 0) and (.note | test("^the stream paused [0-9]+ ms$"))] | (length == 1) and all' "$json"
+	[ "$status" -eq 0 ]
+}
+
 @test "smoke: steady state reports lag percentiles from 100 ms samples" {
 	smoke
 	run jq -e '[.scenarios[] | select(.name == "steady") | .results[]
