@@ -2,6 +2,7 @@
 #include "applysession.h"
 #include "checkpoint.h"
 #include "common.h"
+#include "cpwriter.h"
 #include "log.h"
 #include "srcstatus.h"
 
@@ -33,7 +34,12 @@ applyreport_checkpoint(struct apply_state *a, bool force)
 	if (a->checkpoint_path == NULL || !a->job_ready || lsn == LSN_INVALID)
 		return;
 	if (a->cp_ever && a->cp_written == lsn && a->cp_timeline == a->timeline)
+	{
+		/* Posted already: forced, it must be on disk before we go on. */
+		if (force && cpwriter_wait(a->cpw, err, sizeof(err)) != 0)
+			log_fatal(EXIT_RUNTIME, "%s", err);
 		return;
+	}
 	if (!force && now_ms() - a->cp_last_ms < CHECKPOINT_EVERY_MS)
 		return;
 	memset(&cp, 0, sizeof(cp));
@@ -41,7 +47,15 @@ applyreport_checkpoint(struct apply_state *a, bool force)
 	snprintf(cp.sysid, sizeof(cp.sysid), "%s", a->sysid);
 	cp.timeline = a->timeline;
 	snprintf(cp.slot, sizeof(cp.slot), "%s", strcmp(a->slot, "-") == 0 ? "" : a->slot);
-	if (checkpoint_write(a->checkpoint_path, &cp, err, sizeof(err)) != 0)
+	/* A thread writes it: the loop never waits on its fsyncs, except when
+	 * forced (a stop, a new timeline, a snapshot loaded), where what comes
+	 * next relies on the file. */
+	if (a->cpw == NULL)
+		a->cpw = cpwriter_new(a->checkpoint_path);
+	if (cpwriter_failed(a->cpw, err, sizeof(err)) != 0)
+		log_fatal(EXIT_RUNTIME, "%s", err);
+	cpwriter_post(a->cpw, &cp);
+	if (force && cpwriter_wait(a->cpw, err, sizeof(err)) != 0)
 		log_fatal(EXIT_RUNTIME, "%s", err);
 	a->cp_written = lsn;
 	a->cp_timeline = a->timeline;

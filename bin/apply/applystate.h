@@ -91,6 +91,7 @@ struct apply_state {
 	 * acknowledgement past what it wrote.
 	 */
 	lsn_t carried, cp_floor, cp_written;
+	struct cpwriter *cpw;		/* writes it (cpwriter.h) */
 	uint32_t cp_timeline;
 	uint64_t cp_last_ms;
 	bool cp_ever;
