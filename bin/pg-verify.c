@@ -1,8 +1,9 @@
 /*
  * pg-verify: the tables of a source and a target compared exactly, each
  * side at an exported snapshot (pgsync verify takes them at one consistent
- * point), by ranges of the md5 of each row's key that both servers hash
+ * point), by ranges of the hash of each row's key that both servers hash
  * themselves (lib/verify/compare.h): row values never leave the servers.
+ * The hash is chosen once, before any table, and logged with its reason.
  * Prints one line per table, in the order of the --tables file; the keys
  * of the rows that differ go to --keys-dir.
  */
@@ -26,7 +27,7 @@
 static const char synopsis[] =
 	"usage: pg-verify --source CONNINFO --target CONNINFO --source-snapshot NAME\n"
 	"                 --target-snapshot NAME --tables FILE [--keys-dir DIR] [--jobs N]\n"
-	"                 [--json] [-q] [--log-level LEVEL]\n";
+	"                 [--hash auto|md5] [--json] [-q] [--log-level LEVEL]\n";
 
 static const char options_help[] =
 	"\n"
@@ -44,6 +45,10 @@ static const char options_help[] =
 	"                              table's line in FILE from 0: missing|only|differing<TAB>key as JSON\n"
 	"  -j, --jobs=N                tables compared at a time, one session a side each (1-256,\n"
 	"                              default 4)\n"
+	"      --hash=auto|md5         auto (default): hash rows with the servers' hashtextextended()\n"
+	"                              when both databases have the same encoding and both servers\n"
+	"                              hash a probe alike, else with md5 (logged, with the reason);\n"
+	"                              md5: always md5, which any two servers compute alike\n"
 	"      --json                  JSON log lines on stderr\n"
 	"  -q, --quiet                 log warnings and errors only\n"
 	"      --log-level=LEVEL       debug, info, warn or error (default info)\n"
@@ -65,13 +70,16 @@ struct opts {
 	const char *tables;
 	const char *keys_dir;
 	int jobs;
+	bool md5_only;				/* --hash md5 */
 };
 
 /* What the workers share; mu guards everything below it. */
 struct run {
 	const struct opts *o;
 	struct vtable_list list;
+	enum verify_hash hash;		/* the same for every table */
 	pthread_mutex_t mu;
+	PGconn *spare_src, *spare_tgt;	/* the hash's probe sessions, for a worker */
 	int next;					/* the next table to compare */
 	int printed;				/* tables printed, in order */
 	int finished;				/* tables compared (or failed) */
@@ -94,7 +102,7 @@ snapshot_name_ok(const char *s)
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SOURCE = 256, OPT_TARGET, OPT_SSNAP, OPT_TSNAP, OPT_TABLES, OPT_KEYS };
+	enum { OPT_SOURCE = 256, OPT_TARGET, OPT_SSNAP, OPT_TSNAP, OPT_TABLES, OPT_KEYS, OPT_HASH };
 	static const struct option longopts[] = {
 		{"source", required_argument, NULL, OPT_SOURCE},
 		{"target", required_argument, NULL, OPT_TARGET},
@@ -103,6 +111,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"tables", required_argument, NULL, OPT_TABLES},
 		{"keys-dir", required_argument, NULL, OPT_KEYS},
 		{"jobs", required_argument, NULL, 'j'},
+		{"hash", required_argument, NULL, OPT_HASH},
 		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -126,6 +135,11 @@ parse_args(int argc, char **argv, struct opts *o)
 			case OPT_TABLES: o->tables = optarg; break;
 			case OPT_KEYS: o->keys_dir = optarg; break;
 			case 'j': o->jobs = cli_jobs(&cli, optarg); break;
+			case OPT_HASH:
+				if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "md5") != 0)
+					usage_error("invalid --hash \"%s\": expected auto or md5", optarg);
+				o->md5_only = strcmp(optarg, "md5") == 0;
+				break;
 			default: cli_common(&cli, c, argv);
 		}
 	}
@@ -194,12 +208,54 @@ print_ready(struct run *run)
 		run->stdout_failed = true;
 }
 
+/*
+ * The hash of every table, chosen before any (compare.h), logged with why.
+ * A side that cannot be reached leaves md5: its tables fail on their own.
+ * The sessions are kept for a worker.
+ */
+static void
+choose_hash(struct run *run)
+{
+	const struct opts *o = run->o;
+	struct pgerr err;
+	char text[PGERR_TEXT_MAX], why[PGERR_TEXT_MAX + 200];
+	bool intr = false;
+
+	run->hash = VERIFY_HASH_MD5;
+	if (o->md5_only)
+		snprintf(why, sizeof(why), "--hash md5");
+	else if ((run->spare_src = session_open(o->src, SESSION_SQL, &err)) == NULL)
+		snprintf(why, sizeof(why), "source: cannot connect: %s", pgerr_text(&err, NULL, text, sizeof(text)));
+	else if ((run->spare_tgt = session_open(o->tgt, SESSION_SQL, &err)) == NULL)
+		snprintf(why, sizeof(why), "target: cannot connect: %s", pgerr_text(&err, NULL, text, sizeof(text)));
+	else
+		run->hash = verify_hash_choose(run->spare_src, run->spare_tgt, why, sizeof(why), &intr);
+	if (!intr)
+		log_info("%s: rows hashed with %s", why, verify_hash_name(run->hash));
+	/* A session that broke (or a half-read query) is not handed on. */
+	if (run->spare_src && (PQstatus(run->spare_src) != CONNECTION_OK || PQtransactionStatus(run->spare_src) != PQTRANS_IDLE))
+	{
+		PQfinish(run->spare_src);
+		run->spare_src = NULL;
+	}
+	if (run->spare_tgt && (PQstatus(run->spare_tgt) != CONNECTION_OK || PQtransactionStatus(run->spare_tgt) != PQTRANS_IDLE))
+	{
+		PQfinish(run->spare_tgt);
+		run->spare_tgt = NULL;
+	}
+}
+
 static void *
 worker(void *arg)
 {
 	struct run *run = arg;
 	struct verify_side src = {NULL, run->o->src_snap}, tgt = {NULL, run->o->tgt_snap};
 
+	pthread_mutex_lock(&run->mu);
+	src.conn = run->spare_src;
+	tgt.conn = run->spare_tgt;
+	run->spare_src = run->spare_tgt = NULL;
+	pthread_mutex_unlock(&run->mu);
 	for (;;)
 	{
 		struct verify_result r;
@@ -216,7 +272,7 @@ worker(void *arg)
 		if (run->o->keys_dir && (keys = keys_open(run, i, &r)) == NULL)
 			keys_failed = true;
 		if (!keys_failed && side_open(&src, run->o->src, "source", &r) && side_open(&tgt, run->o->tgt, "target", &r))
-			verify_compare(&src, &tgt, &run->list.t[i], keys, &r);
+			verify_compare(&src, &tgt, &run->list.t[i], run->hash, keys, &r);
 		if (keys && fclose(keys) != 0 && !r.failed)
 		{
 			r.failed = true;
@@ -262,6 +318,7 @@ main(int argc, char **argv)
 		log_fatal(EXIT_USAGE, "%s", err);
 	sig_setup();
 	pthread_mutex_init(&run.mu, NULL);
+	choose_hash(&run);
 	run.res = xcalloc((size_t) run.list.n + 1, sizeof(*run.res));
 	run.done = xcalloc((size_t) run.list.n + 1, sizeof(*run.done));
 	n = o.jobs < run.list.n ? o.jobs : run.list.n;
@@ -275,6 +332,11 @@ main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	free(th);
+	/* No worker took them (no table). */
+	if (run.spare_src)
+		PQfinish(run.spare_src);
+	if (run.spare_tgt)
+		PQfinish(run.spare_tgt);
 	if (sig_stop_requested())
 		log_fatal(EXIT_RUNTIME, "interrupted by %s: not every table was compared", signal_name(sig_which()));
 	if (run.stdout_failed)

@@ -1,5 +1,5 @@
 /*
- * compare.c - one table compared by ranges of its key's md5 (compare.h).
+ * compare.c - one table compared by ranges of its key's hash (compare.h).
  */
 #include "compare.h"
 
@@ -164,6 +164,62 @@ both(struct verify_side *src, const char *sql_src, struct verify_side *tgt, cons
 	PQclear(q[0].res);
 	PQclear(q[1].res);
 	return true;
+}
+
+/* --- the hash ------------------------------------------------------------------ */
+
+/*
+ * A server's encoding, and its hashtextextended() of the first 0 to 40
+ * bytes of an ASCII text (the same bytes in every server encoding): every
+ * tail length of the hash's 12-byte blocks, and more than one block. Two
+ * servers that agree on these hash every text alike (the hash depends on
+ * the machine's byte order and on the hash function of the major version,
+ * never on the data).
+ */
+static const char probe_sql[] =
+	"SELECT pg_catalog.current_setting('server_encoding'),\n"
+	"       (SELECT pg_catalog.string_agg(pg_catalog.hashtextextended(\n"
+	"                   pg_catalog.\"left\"('Pack my box with five dozen liquor jugs!', n) COLLATE \"C\", 0)::text,\n"
+	"                 ' ' ORDER BY n)\n"
+	"          FROM pg_catalog.generate_series(0, 40) n)";
+
+const char *
+verify_hash_name(enum verify_hash hash)
+{
+	return hash == VERIFY_HASH_FAST ? "hashtextextended" : "md5";
+}
+
+enum verify_hash
+verify_hash_choose(PGconn *src, PGconn *tgt, char *why, size_t size, bool *interrupted)
+{
+	struct verify_side ss = {src, NULL}, st = {tgt, NULL};
+	struct side_q q[2] = {{&ss, "source", probe_sql, 0, NULL, NULL}, {&st, "target", probe_sql, 0, NULL, NULL}};
+	struct verify_result r;
+	enum verify_hash h = VERIFY_HASH_MD5;
+
+	memset(&r, 0, sizeof(r));
+	*interrupted = false;
+	if (!run_all(q, 2, &r))
+	{
+		*interrupted = r.interrupted;
+		snprintf(why, size, "cannot compare the servers' hashes: %s", r.msg);
+		return h;
+	}
+	if (PQntuples(q[0].res) != 1 || PQntuples(q[1].res) != 1 || PQnfields(q[0].res) != 2 || PQnfields(q[1].res) != 2)
+		snprintf(why, size, "unexpected answer comparing the servers' hashes");
+	else if (strcmp(PQgetvalue(q[0].res, 0, 0), PQgetvalue(q[1].res, 0, 0)) != 0)
+		snprintf(why, size, "the databases' encodings differ (%s, %s)", PQgetvalue(q[0].res, 0, 0),
+				 PQgetvalue(q[1].res, 0, 0));
+	else if (strcmp(PQgetvalue(q[0].res, 0, 1), PQgetvalue(q[1].res, 0, 1)) != 0)
+		snprintf(why, size, "the servers' hashtextextended() differ (another byte order or major version)");
+	else
+	{
+		snprintf(why, size, "both databases are %s and the servers hash alike", PQgetvalue(q[0].res, 0, 0));
+		h = VERIFY_HASH_FAST;
+	}
+	PQclear(q[0].res);
+	PQclear(q[1].res);
+	return h;
 }
 
 /*
@@ -345,10 +401,16 @@ rows_merge(const PGresult *s, const PGresult *t, FILE *keys, struct verify_resul
 	}
 }
 
-/* The row source of every level: key hash, row hash, key shown (JSON;
- * none for a table without a key). */
+/*
+ * The row source of every level: key hash (lower-case hex of one length),
+ * row hash, key shown (JSON; none for a table without a key). md5: of the
+ * text converted to UTF-8, the same bytes whatever the databases'
+ * encodings. FAST: hashtextextended() of the text in "C" (no collation,
+ * deterministic or not, changes it: the bytes are hashed), the key's as 16
+ * hex digits, the row's a bigint.
+ */
 static void
-base_query(struct buf *b, const char *cols, const char *key, long nkey, const char *qname)
+base_query(struct buf *b, enum verify_hash hash, const char *cols, const char *key, long nkey, const char *qname)
 {
 	struct buf row = BUF_INIT, k = BUF_INIT;
 
@@ -359,8 +421,12 @@ base_query(struct buf *b, const char *cols, const char *key, long nkey, const ch
 		buf_printf(&k, "ROW(%s)::text", key);
 	else
 		buf_puts(&k, buf_cstr(&row));
-	buf_printf(b, "SELECT md5(convert_to(%s, 'UTF8')) AS kh, md5(convert_to(%s, 'UTF8')) AS rh, ",
-			   buf_cstr(&k), buf_cstr(&row));
+	if (hash == VERIFY_HASH_FAST)
+		buf_printf(b, "SELECT lpad(to_hex(hashtextextended((%s) COLLATE \"C\", 0)), 16, '0') AS kh, "
+				   "hashtextextended((%s) COLLATE \"C\", 0) AS rh, ", buf_cstr(&k), buf_cstr(&row));
+	else
+		buf_printf(b, "SELECT md5(convert_to(%s, 'UTF8')) AS kh, md5(convert_to(%s, 'UTF8')) AS rh, ",
+				   buf_cstr(&k), buf_cstr(&row));
 	if (nkey > 0)
 		buf_printf(b, "to_json(%s)::text AS ks", buf_cstr(&k));
 	else
@@ -372,18 +438,28 @@ base_query(struct buf *b, const char *cols, const char *key, long nkey, const ch
 
 /*
  * The level's query on one side: a range's count and the sum of its rows'
- * 60-bit hash prefixes, or (rows) each key hash's count, row hash and key.
- * Grouped in a subquery, its groups sorted after (NO_ROW_SORT).
+ * hashes (md5: their 60-bit prefixes), or (rows) each key hash's count, row
+ * hash (FAST: the sum, so that keys whose hashes collide still show a
+ * change) and key. Grouped in a subquery, its groups sorted after
+ * (NO_ROW_SORT).
  */
 static void
-level_query(struct buf *q, const char *base, const char *filter, int len, bool prefixes, bool rows)
+level_query(struct buf *q, enum verify_hash hash, const char *base, const char *filter, int len, bool prefixes,
+			bool rows)
 {
+	const char *h;
+
+	if (hash == VERIFY_HASH_FAST)
+		h = "sum(rh)";
+	else
+		h = rows ? "min(rh)" : "sum(('x' || left(rh, 15))::bit(60)::bigint)";
 	buf_reset(q);
 	if (rows)
-		buf_puts(q, "SELECT g COLLATE \"C\", n, h, k FROM (SELECT kh AS g, count(*) AS n, min(rh) AS h, min(ks) AS k FROM (");
+		buf_printf(q, "SELECT g COLLATE \"C\", n, h, k FROM (SELECT kh AS g, count(*) AS n, %s AS h, min(ks) AS k FROM (",
+				   h);
 	else
-		buf_printf(q, "SELECT g COLLATE \"C\", n, h FROM (SELECT left(kh, %d) AS g, count(*) AS n, "
-				   "sum(('x' || left(rh, 15))::bit(60)::bigint) AS h FROM (", len);
+		buf_printf(q, "SELECT g COLLATE \"C\", n, h FROM (SELECT left(kh, %d) AS g, count(*) AS n, %s AS h FROM (",
+				   len, h);
 	buf_puts(q, base);
 	/* The source's rows are those the row filter publishes (the source's
 	 * own expression, run on the source only). */
@@ -398,7 +474,7 @@ level_query(struct buf *q, const char *base, const char *filter, int len, bool p
 
 void
 verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vtable *t,
-			   FILE *keys, struct verify_result *r)
+			   enum verify_hash hash, FILE *keys, struct verify_result *r)
 {
 	const char *sp[2] = {t->schema, t->name};
 	struct side_q shape = {src, "source", shape_sql, 2, sp, NULL};
@@ -408,6 +484,9 @@ verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vt
 	PGresult *rs = NULL, *rt = NULL;
 	long nkey;
 	int len = 3;
+	/* Ranges are cut no finer than this, then their rows fetched: short
+	 * of the key hash's whole length (md5 32 hex digits, FAST 16). */
+	int len_max = hash == VERIFY_HASH_FAST ? 15 : 30;
 	bool first = true, prefixes = false;
 
 	memset(r, 0, sizeof(*r));
@@ -437,14 +516,14 @@ verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vt
 	if (!both(src, NO_ROW_SORT, tgt, NO_ROW_SORT, r))
 		goto done;
 	nkey = atol(PQgetvalue(shape.res, 0, 3));
-	base_query(&base, buf_cstr(&cols), PQgetvalue(shape.res, 0, 0), nkey, PQgetvalue(shape.res, 0, 2));
+	base_query(&base, hash, buf_cstr(&cols), PQgetvalue(shape.res, 0, 0), nkey, PQgetvalue(shape.res, 0, 2));
 	for (;;)
 	{
 		const char *param[1] = {prefixes ? buf_cstr(&lv.list) : NULL};
 		struct side_q q[2] = {{src, "source", NULL, prefixes, param, NULL}, {tgt, "target", NULL, prefixes, param, NULL}};
 
-		level_query(&qs, buf_cstr(&base), t->filter, len, prefixes, false);
-		level_query(&qt, buf_cstr(&base), NULL, len, prefixes, false);
+		level_query(&qs, hash, buf_cstr(&base), t->filter, len, prefixes, false);
+		level_query(&qt, hash, buf_cstr(&base), NULL, len, prefixes, false);
 		q[0].sql = buf_cstr(&qs);
 		q[1].sql = buf_cstr(&qt);
 		if (!run_all(q, 2, r))
@@ -474,15 +553,15 @@ verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vt
 			r->itemized = false;
 			break;
 		}
-		if (lv.diff_rows > VERIFY_ROWS_MAX && len < 30)
+		if (lv.diff_rows > VERIFY_ROWS_MAX && len < len_max)
 		{
 			len += 3;
 			continue;
 		}
 		/* Few rows left: their key and row hashes. */
 		param[0] = buf_cstr(&lv.list);
-		level_query(&qs, buf_cstr(&base), t->filter, len, true, true);
-		level_query(&qt, buf_cstr(&base), NULL, len, true, true);
+		level_query(&qs, hash, buf_cstr(&base), t->filter, len, true, true);
+		level_query(&qt, hash, buf_cstr(&base), NULL, len, true, true);
 		q[0].sql = buf_cstr(&qs);
 		q[1].sql = buf_cstr(&qt);
 		q[0].nparams = q[1].nparams = 1;

@@ -2,10 +2,10 @@
  * compare.h - one table compared on a source and a target session, each at
  * its exported snapshot, without a row value leaving either server.
  *
- * The rows are cut into ranges of the md5 of their key: the first level
- * groups them by its first three hex digits (4096 ranges). Both servers
- * hash each range themselves (count, and the sum of a 60-bit prefix of each
- * row's md5) and send only that, both queried at once; ranges that differ
+ * The rows are cut into ranges of the hash of their key, in hex: the first
+ * level groups them by its first three digits (4096 ranges). Both servers
+ * hash each range themselves (count, and the sum of each row's hash) and
+ * send only that, both queried at once; ranges that differ
  * are cut again by three more digits until they hold at most
  * VERIFY_ROWS_MAX rows, whose key and row hashes are then compared and
  * itemized. When more than VERIFY_RANGES_MAX ranges differ and they hold
@@ -17,6 +17,14 @@
  * The source's rows are those the publications' row filter passes, its
  * columns those the column list names (both from the table list); every
  * identifier reaches the SQL quoted by the server.
+ *
+ * The hash (enum verify_hash) is chosen once per run, the same for both
+ * sides: hashtextextended() of the key's and the row's text where both
+ * databases have one encoding (equal values are then equal bytes) and
+ * both servers hash a fixed probe alike (PostgreSQL's hash depends on the
+ * machine's byte order, and may change between major versions); md5 of
+ * the text converted to UTF-8 otherwise, which any two servers compute
+ * alike.
  */
 #ifndef PGSYNC_COMPARE_H
 #define PGSYNC_COMPARE_H
@@ -30,6 +38,11 @@
 
 #define VERIFY_ROWS_MAX 4096	/* rows a side fetched as hashes once ranges are this small */
 #define VERIFY_RANGES_MAX 256	/* differing ranges cut again; more: counted, not itemized */
+
+enum verify_hash {
+	VERIFY_HASH_MD5,			/* md5 of the UTF-8 text: key hash 32 hex digits */
+	VERIFY_HASH_FAST,			/* hashtextextended() of the text, in "C": 16 hex digits */
+};
 
 struct verify_side {
 	PGconn *conn;				/* an open session (session_open) */
@@ -56,6 +69,18 @@ struct verify_result {
  * when they broke.
  */
 void verify_compare(struct verify_side *src, struct verify_side *tgt, const struct vtable *t,
-					FILE *keys, struct verify_result *r);
+					enum verify_hash hash, FILE *keys, struct verify_result *r);
+
+/*
+ * The hash two open sessions (outside a transaction) may use: FAST when
+ * both servers' encodings are the same and they return the same hashes of
+ * a fixed probe, else MD5. why gets the reason in a few words ("the
+ * databases' encodings differ (LATIN1, UTF8)"), naming the side of a
+ * failed query; *interrupted is set when a stop signal cancelled it.
+ */
+enum verify_hash verify_hash_choose(PGconn *src, PGconn *tgt, char *why, size_t size, bool *interrupted);
+
+/* "md5" or "hashtextextended". */
+const char *verify_hash_name(enum verify_hash hash);
 
 #endif
