@@ -11,7 +11,7 @@
 # snapshots are then fixed states that must hold the same rows.
 #
 # The comparison is pg-verify's (lib/verify/compare.h): each table's rows
-# are cut into ranges of the md5 of their key (4096 by the first three hex
+# are cut into ranges of the hash of their key (4096 by the first three hex
 # digits, each differing range into 4096 more, ...); both servers hash each
 # range themselves (count and the sum of the rows' hashes) and send only
 # that; ranges that differ are cut again until few rows are left, whose key
