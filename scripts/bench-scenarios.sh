@@ -338,7 +338,7 @@ run_verify() {
 			PGSYNC_SOURCE_URL=$s PGSYNC_TARGET_URL=$t rss_run pgsync+children timeout -k 10 "$timeout_s" \
 				pgsync -c "$conf" --log warn --json verify --jobs "$jobs" >"$RUN_DIR/verify.json" 2>>"$RUN_DIR/stderr" ||
 				status=failed
-			dur="exact, at one consistent point while the source runs: md5 of each row, compared per key-hash range"
+			dur="exact, at one consistent point while the source runs: each row hashed by the servers (hashtextextended; md5 where encodings or hashes differ), compared per key-hash range"
 			[[ $c == pgsync ]] ||
 				dur="as pgsync, with pgsync run streaming a 200 tps pgbench load: verify pauses the stream at its consistent point"
 			;;
