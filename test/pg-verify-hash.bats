@@ -10,6 +10,7 @@
 
 load lib/cluster
 load pgsync-helpers
+load lib/snapshots
 bats_require_minimum_version 1.5.0
 
 readonly FAST_LOG="both databases are UTF8 and the servers hash alike: rows hashed with hashtextextended"
@@ -25,36 +26,8 @@ teardown_file() {
 	cluster_stop_all
 }
 
-HOLD_FDS=() HOLD_PIDS=()
-
-# snapshots SRC TGT: a session on each side (conninfo) holding an exported
-# snapshot until the test ends (teardown); sets SSNAP and TSNAP.
-snapshots() {
-	local side url fd
-	for side in src tgt; do
-		if [[ $side == src ]]; then url=$1; else url=$2; fi
-		rm -f "$BATS_TEST_TMPDIR/$side.in" "$BATS_TEST_TMPDIR/$side.snap"
-		mkfifo "$BATS_TEST_TMPDIR/$side.in"
-		psql -X -qAt -d "$url" <"$BATS_TEST_TMPDIR/$side.in" >"$BATS_TEST_TMPDIR/$side.snap" &
-		HOLD_PIDS+=("$!")
-		exec {fd}>"$BATS_TEST_TMPDIR/$side.in"
-		HOLD_FDS+=("$fd")
-		printf 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSELECT pg_export_snapshot();\n' >&"$fd"
-	done
-	wait_until 20 test -s "$BATS_TEST_TMPDIR/src.snap"
-	wait_until 20 test -s "$BATS_TEST_TMPDIR/tgt.snap"
-	SSNAP=$(<"$BATS_TEST_TMPDIR/src.snap") TSNAP=$(<"$BATS_TEST_TMPDIR/tgt.snap")
-}
-
-release() {
-	local fd
-	for fd in "${HOLD_FDS[@]}"; do exec {fd}>&-; done
-	wait "${HOLD_PIDS[@]}" 2>/dev/null || true
-	HOLD_FDS=() HOLD_PIDS=()
-}
-
 teardown() {
-	release
+	snapshots_release
 }
 
 # verify TABLES [OPTIONS...]: pg-verify of the public tables TABLES (names
@@ -62,7 +35,7 @@ teardown() {
 # postgres), at fresh snapshots; the keys in $BATS_TEST_TMPDIR/keys.
 verify() {
 	local tgt=${TGT:-$tgt_URL} t
-	release
+	snapshots_release
 	: >"$BATS_TEST_TMPDIR/tables"
 	for t in $1; do printf 'public\t%s\n' "$t" >>"$BATS_TEST_TMPDIR/tables"; done
 	shift

@@ -12,6 +12,7 @@
 
 load lib/cluster
 load pgsync-helpers
+load lib/snapshots
 bats_require_minimum_version 1.5.0
 
 # The tables, the same on both sides (names as SQL identifiers).
@@ -52,38 +53,14 @@ teardown_file() {
 	cluster_stop_all
 }
 
-HOLD_FDS=() HOLD_PIDS=()
-
-# snapshots: a session on each side holding an exported snapshot until the
-# test ends (teardown); sets SSNAP and TSNAP.
-snapshots() {
-	local side url fd
-	for side in src tgt; do
-		url=${side}_URL
-		rm -f "$BATS_TEST_TMPDIR/$side.in" "$BATS_TEST_TMPDIR/$side.snap"
-		mkfifo "$BATS_TEST_TMPDIR/$side.in"
-		psql -X -qAt -d "${!url}" <"$BATS_TEST_TMPDIR/$side.in" >"$BATS_TEST_TMPDIR/$side.snap" &
-		HOLD_PIDS+=("$!")
-		exec {fd}>"$BATS_TEST_TMPDIR/$side.in"
-		HOLD_FDS+=("$fd")
-		printf 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSELECT pg_export_snapshot();\n' >&"$fd"
-	done
-	wait_until 20 test -s "$BATS_TEST_TMPDIR/src.snap"
-	wait_until 20 test -s "$BATS_TEST_TMPDIR/tgt.snap"
-	SSNAP=$(<"$BATS_TEST_TMPDIR/src.snap") TSNAP=$(<"$BATS_TEST_TMPDIR/tgt.snap")
-}
-
 teardown() {
-	local fd
-	for fd in "${HOLD_FDS[@]}"; do exec {fd}>&-; done
-	wait "${HOLD_PIDS[@]}" 2>/dev/null || true
-	HOLD_FDS=() HOLD_PIDS=()
+	snapshots_release
 }
 
 # verify [OPTIONS...]: pg-verify on the file's tables at fresh snapshots,
 # the keys in $BATS_TEST_TMPDIR/keys.
 verify() {
-	snapshots
+	snapshots "$src_URL" "$tgt_URL"
 	mkdir -p "$BATS_TEST_TMPDIR/keys"
 	run --separate-stderr pg-verify --source "$SRC_URL" --target "$TGT_URL" --source-snapshot "$SSNAP" \
 		--target-snapshot "$TSNAP" --tables "${TABLES_FILE:-$BATS_FILE_TMPDIR/tables}" \
