@@ -3,7 +3,9 @@
 # that survives every interruption. Under a pgbench load with key-changing
 # updates, the bootstrap is killed with -9 at seeded random points (pgsync
 # itself and each program it runs), the servers are restarted,
-# resources.snapshot_timeout expires and the target's disk fills up; each
+# resources.snapshot_timeout expires and the target's disk fills up (the
+# source's restart, the full disk and the count of rows a resumed copy of
+# partitions inserts in make soak only: PGSYNC_TEST_SOAK=1); each
 # time, pgsync bootstrap again continues: the job's slot is kept, the rows
 # the resumed attempt inserts (pg_stat_user_tables.n_tup_ins on the target)
 # are exactly the table minus the chunks already done, and after pgsync run
@@ -306,6 +308,7 @@ interrupted_then_resumed() {
 }
 
 @test "the source restarted during a chunked copy: bootstrap again continues from the kept slot" {
+	soak_only "the target restarted and kill -9 of pgsync, in this file, resume from the kept slot"
 	# The restart must come while pg-snapshot-dump reads, as a group starts:
 	# later in a group it waits for the slower target with what it has
 	# read, and one that comes then ends only connections it no longer
@@ -359,6 +362,7 @@ interrupted_then_resumed() {
 }
 
 @test "the target's disk full during a chunked copy, then space freed: bootstrap again continues" {
+	soak_only "the target restarted, in this file, fails a chunk in flight and resumes"
 	[[ $(id -u) == 0 ]] || skip "mounting a small file system for the target database needs root"
 	# Beside the clusters: the server's user can reach that directory.
 	local mnt admin="$tgt_URL dbname=postgres"
@@ -626,6 +630,7 @@ cp_chunked_and_identical() {
 }
 
 @test "a resumed chunked copy of partitioned tables inserts only the rows of the chunks not done before, summed over the partitions" {
+	soak_only "partitioned tables in chunks, killed mid-copy and resumed, in this file"
 	cp_setup
 	cp_killed_and_resumed inplace
 	[ "$CP_DONE" != completed ] || skip "the copy finished before the kill"

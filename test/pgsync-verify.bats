@@ -79,7 +79,7 @@ only_job_slot() {
 @test "verify while run streams a pgbench load: identical, exit 0, the stream paused and resumed" {
 	start_run vf
 	wait_until 60 state_is vf STREAMING
-	pgbench -n -c 2 -T 600 -d "$src_URL" >/dev/null 2>&1 &
+	pgbench -n -c 2 -R 200 -T 600 -d "$src_URL" >/dev/null 2>&1 &
 	local bench=$!
 	wait_until 30 history_over 100
 	run pgs vf verify --jobs 3

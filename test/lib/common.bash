@@ -84,6 +84,13 @@ sanitized() {
 	grep -q __asan_init "$PGSYNC_BIN/$1" 2>/dev/null
 }
 
+# soak_only WHY: this test runs in make soak (PGSYNC_TEST_SOAK=1) only; WHY
+# names the tests of make check that already take its path, so that make
+# check stays within its ten minutes.
+soak_only() {
+	[[ ${PGSYNC_TEST_SOAK:-} == 1 ]] || skip "long tier (PGSYNC_TEST_SOAK=1, make soak); in make check: $1"
+}
+
 # The UTC time a log line other than an error begins with (lib/base/log.c,
 # bin/pgsync's emit), as an extended regular expression.
 LOG_TIME_RE='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z '
