@@ -589,10 +589,10 @@ run_steady() {
 		pgsync)
 			pg-slot create -d "$s" --slot "s_$id" -q >/dev/null
 			mkfifo "$RUN_DIR/pipe"
-			/usr/bin/time -f %M -o "$RUN_DIR/rss.pg-apply" pg-apply -d "$t" --checkpoint "$RUN_DIR/applied.lsn" \
+			/usr/bin/time -f '%M %U %S' -o "$RUN_DIR/rss.pg-apply" pg-apply -d "$t" --checkpoint "$RUN_DIR/applied.lsn" \
 				--log-level warning <"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
 			apply_t=$!
-			/usr/bin/time -f %M -o "$RUN_DIR/rss.pg-walcat" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
+			/usr/bin/time -f '%M %U %S' -o "$RUN_DIR/rss.pg-walcat" pg-walcat -d "$s" --slot "s_$id" --publication bench_pub \
 				--ack-file "$RUN_DIR/applied.lsn" --log-level warn >"$RUN_DIR/pipe" 2>>"$RUN_DIR/stderr" &
 			walcat_t=$!
 			query="SELECT applied_lsn FROM pgsync.job WHERE job = 's_$id'"

@@ -103,7 +103,7 @@ smoke() {
 	[[ ${lines[3]} == $'bigtx-insert\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]
 	[[ ${lines[4]} == $'toast-update\tpgsync,builtin,builtin-async,pg-walcat-only,pg_recvlogical' ]]
 	[[ ${lines[5]} == $'steady\tpgsync,builtin,builtin-async' ]]
-	[[ ${lines[6]} == $'verify\tpgsync,md5,pgcopydb' ]]
+	[[ ${lines[6]} == $'verify\tpgsync,md5,pgcopydb,pgsync-running' ]]
 }
 
 @test "smoke: every contender applied the same data as the source (none failed)" {
