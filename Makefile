@@ -118,9 +118,9 @@ check: deps
 # (each file says what its variables do; make check runs their defaults).
 SOAK_VARS = CHUNKED_SEEDS="$$(seq -s ' ' 1 40)" RANDOM_STREAM_SEEDS="$$(seq -s ' ' 1 40)" \
 	INTEGRITY_FLIPS=1000 ATOMIC_FLIPS=400 ATOMIC_KILLS=60 FAULTS=20 COPY_FAULTS=5 DURATION=120 \
-	PGSYNC_TEST_MONITORING=1 PGSYNC_TEST_DEB=1 PGSYNC_TEST_SOAK=1
+	PGSYNC_TEST_MONITORING=1 PGSYNC_TEST_DEB=1 PGSYNC_TEST_SOAK=1 PGSYNC_BENCH_SMOKE=1
 SOAK_TESTS := test/pgsync-chunked.bats test/pg-apply.bats test/stream-integrity.bats test/chaos.bats \
-	test/pg-apply-atomic.bats test/monitoring.bats test/package.bats
+	test/pg-apply-atomic.bats test/monitoring.bats test/package.bats test/bench.bats
 soak: deps
 	@$(MAKE) --no-print-directory all
 	@env $(SOAK_VARS) $(MAKE) --no-print-directory bats TESTS="$(SOAK_TESTS)"
