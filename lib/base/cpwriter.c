@@ -6,6 +6,7 @@
 #include "log.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +26,11 @@ static void *
 writer(void *arg)
 {
 	struct cpwriter *w = arg;
+	sigset_t all;
 
+	/* Signals are the main thread's: its handlers and its poll loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&w->mu);
 	for (;;)
 	{
