@@ -143,7 +143,7 @@ runtime_conn() {
 }
 
 @test "SIGTERM stops run cleanly: exit 0, state kept, stop recorded, status asks for run" {
-	stop_run TERM
+	STOP_STRICT=1 stop_run TERM
 	[ "$RUN_STATUS" -eq 0 ]
 	log_has rn "pgsync: job rn stopped cleanly (state STREAMING); pgsync run resumes it"
 	[ "$(job_state rn)" = STREAMING ]
