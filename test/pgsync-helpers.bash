@@ -133,11 +133,11 @@ run_alive() {
 
 # stop_run [SIGNAL]: signal the last started run and wait for it; RUN_STATUS
 # is its exit status.
-# A pgsync run that let a first SIGTERM go unheeded (an open defect: bash
-# stayed blocked in a wait with the trap deferred; a second signal stopped
-# it at once) is sent the signal again after 30 s, saying so on the test's
-# output, so that one lost signal does not leave a run behind that breaks
-# every later test of the file. STOP_STRICT=1: no second signal.
+# A pgsync run that let a first SIGTERM go unheeded (bash stayed blocked in
+# a `wait -n` with the trap deferred, about once in fifty stops, until
+# wait_any stopped using it) is sent the signal again after 30 s, saying so
+# on the test's output, so that one lost signal cannot leave a run behind
+# that breaks every later test of the file. STOP_STRICT=1: no second signal.
 stop_run() {
 	local log pid
 	log=$(current_run_log)
