@@ -382,7 +382,7 @@ cmd_run() {
 			((attempts > max)) && give_up "$why"
 			backoff=$(backoff_s "$attempts")
 			log_warn "$why; retry $attempts of $max in $backoff s"
-			wait_any "$backoff"
+			wait_any $((backoff * 1000))
 			if [[ $WAIT_WHAT == signal ]]; then
 				log_info "job $JOB stopped on SIG$STOP_SIGNAL while waiting to retry"
 				return $EX_OK
@@ -407,11 +407,10 @@ cmd_run() {
 # how; return 0) or a stop signal (both stopped; return 1). An end that no
 # retry can mend (exit 2 to 5) ends run here.
 stream_once() {
-	local hb_s first_name="" first_rc=0
-	hb_s=$(ms_to_s "$HEARTBEAT_MS")
+	local first_name="" first_rc=0
 	start_stream
 	while :; do
-		wait_any "$hb_s" "$WALCAT_PID" "$APPLY_PID"
+		wait_any "$HEARTBEAT_MS" "$WALCAT_PID" "$APPLY_PID"
 		case $WAIT_WHAT in
 		signal)
 			log_info "stopping job $JOB on SIG$STOP_SIGNAL"

@@ -27,7 +27,7 @@ reap_relay() {
 # signal every child is stopped. A child that exits 0 while others still run
 # is fine: a pipeline's producer finishes first.
 supervise() {
-	local deadline=$1 spec pid left tick
+	local deadline=$1 spec pid left
 	shift
 	local -A name_of=()
 	local -a pids=()
@@ -43,8 +43,7 @@ supervise() {
 			SUP_RESULT=timeout
 			break
 		fi
-		tick=$(ms_to_s $((left < 1000 ? left : 1000)))
-		wait_any "$tick" "${pids[@]}"
+		wait_any $((left < 1000 ? left : 1000)) "${pids[@]}"
 		# The copy's progress display, when one is on (lib/pgsync/progress.sh).
 		[[ $WAIT_WHAT != tick ]] || progress_tick
 		case $WAIT_WHAT in
