@@ -208,6 +208,17 @@ print_ready(struct run *run)
 		run->stdout_failed = true;
 }
 
+/* A probe session that broke (or a half-read query) is not handed on. */
+static void
+spare_keep(PGconn **c)
+{
+	if (*c && (PQstatus(*c) != CONNECTION_OK || PQtransactionStatus(*c) != PQTRANS_IDLE))
+	{
+		PQfinish(*c);
+		*c = NULL;
+	}
+}
+
 /*
  * The hash of every table, chosen before any (compare.h), logged with why.
  * A side that cannot be reached leaves md5: its tables fail on their own.
@@ -232,17 +243,8 @@ choose_hash(struct run *run)
 		run->hash = verify_hash_choose(run->spare_src, run->spare_tgt, why, sizeof(why), &intr);
 	if (!intr)
 		log_info("%s: rows hashed with %s", why, verify_hash_name(run->hash));
-	/* A session that broke (or a half-read query) is not handed on. */
-	if (run->spare_src && (PQstatus(run->spare_src) != CONNECTION_OK || PQtransactionStatus(run->spare_src) != PQTRANS_IDLE))
-	{
-		PQfinish(run->spare_src);
-		run->spare_src = NULL;
-	}
-	if (run->spare_tgt && (PQstatus(run->spare_tgt) != CONNECTION_OK || PQtransactionStatus(run->spare_tgt) != PQTRANS_IDLE))
-	{
-		PQfinish(run->spare_tgt);
-		run->spare_tgt = NULL;
-	}
+	spare_keep(&run->spare_src);
+	spare_keep(&run->spare_tgt);
 }
 
 static void *
