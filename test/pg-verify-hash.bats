@@ -20,6 +20,14 @@ setup_file() {
 	cluster_start tgt
 	psql_at tgt -c "CREATE DATABASE pvl ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
 	export LATIN1_URL=${tgt_URL/dbname=postgres/dbname=pvl}
+	# pg-verify runs as a role that can only read the tables, as pgsync
+	# verify's connections do: the probe and the hashes need no more.
+	local url
+	psql_at src -c "CREATE ROLE hv LOGIN"
+	psql_at tgt -c "CREATE ROLE hv LOGIN"
+	for url in "$src_URL" "$tgt_URL" "$LATIN1_URL"; do
+		psql -X -v ON_ERROR_STOP=1 -q -d "$url" -c "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO hv"
+	done
 }
 
 teardown_file() {
@@ -30,9 +38,9 @@ teardown() {
 	snapshots_release
 }
 
-# verify TABLES [OPTIONS...]: pg-verify of the public tables TABLES (names
-# separated by spaces) of src and of $TGT (default: tgt's database
-# postgres), at fresh snapshots; the keys in $BATS_TEST_TMPDIR/keys.
+# verify TABLES [OPTIONS...]: pg-verify, as role hv, of the public tables
+# TABLES (names separated by spaces) of src and of $TGT (default: tgt's
+# database postgres), at fresh snapshots; the keys in $BATS_TEST_TMPDIR/keys.
 verify() {
 	local tgt=${TGT:-$tgt_URL} t
 	snapshots_release
@@ -42,7 +50,7 @@ verify() {
 	snapshots "$src_URL" "$tgt"
 	rm -rf "$BATS_TEST_TMPDIR/keys"
 	mkdir -p "$BATS_TEST_TMPDIR/keys"
-	run --separate-stderr pg-verify --source "$src_URL" --target "$tgt" --source-snapshot "$SSNAP" \
+	run --separate-stderr pg-verify --source "$src_URL user=hv" --target "$tgt user=hv" --source-snapshot "$SSNAP" \
 		--target-snapshot "$TSNAP" --tables "$BATS_TEST_TMPDIR/tables" --keys-dir "$BATS_TEST_TMPDIR/keys" "$@"
 	printf 'exit %s\n%s\n--- stderr\n%s\n' "$status" "$output" "$stderr"
 }
