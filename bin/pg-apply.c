@@ -51,7 +51,7 @@ static const char usage_text[] =
 	"                [--max-batch-bytes SIZE] [--max-batch-delay DURATION]\n"
 	"                [--max-message-bytes SIZE] [--heartbeat-interval DURATION]\n"
 	"                [--copy-threshold ROWS] [--no-merge-updates] [--connection-file FILE]\n"
-	"                [--key-collations FILE]\n"
+	"                [--key-collations FILE] [--synchronous-commit LEVEL]\n"
 	"                [--max-retries N] [--no-loop] [-q] [--log-level LEVEL] [--json] [FILE...]\n";
 
 static const char help_text[] =
@@ -74,6 +74,8 @@ static const char help_text[] =
 	"                                 pg-walcat --connection-file keeps in FILE\n"
 	"      --key-collations=FILE      the target collations that order the text keys of a\n"
 	"                                 chunked copy as the source does (pgsync writes it)\n"
+	"      --synchronous-commit=LEVEL the apply session's synchronous_commit (off: the\n"
+	"                                 checkpoint waits for the target's WAL flush instead)\n"
 	"      --max-retries=N            reconnect attempts to the target before giving up (10)\n"
 	"      --no-loop                  exit 1 when the target session is lost instead of reconnecting\n"
 	"  -q, --quiet                    log warnings and errors only\n"
@@ -200,6 +202,7 @@ commit_batch(void)
 		return false;
 	}
 	A.durable = A.applied;
+	flushwatch_committed(A.fw, A.durable);
 	A.retries = 0;
 	if (A.batch_commit_time[0])
 		memcpy(A.commit_time, A.batch_commit_time, sizeof(A.commit_time));
@@ -209,7 +212,7 @@ commit_batch(void)
 	A.last_apply_at = wall_seconds();
 	apply_state_batch_clear(&A);
 	chunks_passed();
-	applyrecover_window_reset(&A, true);
+	applyrecover_window_settle(&A, true, replay_bytes(A.rp) > A.settle_bytes);
 	applyreport_checkpoint(&A, false);
 	return true;
 }
@@ -230,7 +233,7 @@ rollback_batch(bool exiting)
 	A.commit_due = false;
 	apply_state_batch_clear(&A);
 	A.skipping = false;
-	applyrecover_window_reset(&A, false);
+	applyrecover_window_settle(&A, false, true);
 	if (!ok && !exiting)
 		applyrecover_session(&A, &err);
 }
@@ -321,6 +324,8 @@ init_job(const struct sr_record *rec)
 		applyreport_fail(&A, &err);
 	A.applied = A.received = A.durable;
 	A.timeline = id.timeline = recorded;
+	A.fw = flushwatch_new(strcmp(A.synchronous_commit, "off") != 0, A.job);
+	flushwatch_restart(A.fw, A.durable);
 
 	A.rc = relcache_new(A.job);
 	if (!relcache_load_tables(A.rc, A.meta, &err))
@@ -328,6 +333,7 @@ init_job(const struct sr_record *rec)
 	ao.job = A.job;
 	ao.copy_threshold = A.copy_threshold;
 	ao.merge_updates = !A.no_merge;
+	ao.synchronous_commit = A.synchronous_commit;
 	ao.side_fd = read_ahead_fd;
 	ao.side_read = read_ahead;
 	/* Part of what the batch may take: 4 MB, less for small batches. */
@@ -389,7 +395,8 @@ on_header(const struct sr_record *rec)
 		follow_timeline(rec);
 	}
 	/* The tables of the stream before are undefined now (committed before
-	 * the header was read, see on_line()). */
+	 * the header was read, see on_line()): no replay may reach back past it. */
+	applyrecover_window_settle(&A, true, true);
 	replay_forget_relations(A.rp);
 	/* A stream that starts past what the target holds cannot contain the
 	 * transactions in between (a slot recreated, or advanced by someone
@@ -503,6 +510,7 @@ on_snapshot(const struct sr_record *rec)
 	if (!jobrow_snapshot_done(A.meta, A.job, pos, &err))
 		applyreport_fail(&A, &err);
 	A.durable = A.applied = A.skip_below = pos;
+	flushwatch_committed(A.fw, pos);
 	saw(pos);
 	applyreport_checkpoint(&A, true);
 	if (!relcache_load_tables(A.rc, A.meta, &err))
@@ -644,7 +652,7 @@ apply_line(const char *line, size_t len)
 	ok = on_line(line, len);
 	A.in_line = false;
 	if (ok && !sr_in_txn(A.sr) && !A.batch_dirty && !(A.ap && applier_txn_open(A.ap)))
-		applyrecover_window_reset(&A, false);
+		applyrecover_window_settle(&A, false, false);
 }
 
 /* --- input ------------------------------------------------------------- */
@@ -729,6 +737,9 @@ run(void)
 						break;
 				}
 				applyreport_tick(&A);
+				/* Idle, every commit flushed: the window may go. */
+				if (!sr_in_txn(A.sr) && !A.batch_dirty && !(A.ap && applier_txn_open(A.ap)))
+					applyrecover_window_settle(&A, false, false);
 				wait_input();
 				break;
 			case IN_EOF:
@@ -753,7 +764,20 @@ run(void)
 enum {
 	OPT_JOB = 256, OPT_CHECKPOINT, OPT_BATCH_BYTES, OPT_BATCH_DELAY, OPT_MSG_BYTES,
 	OPT_HEARTBEAT, OPT_COPY, OPT_NO_MERGE, OPT_CONN_FILE, OPT_MAX_RETRIES, OPT_NO_LOOP, OPT_KEY_COLLATIONS,
+	OPT_SYNC_COMMIT,
 };
+
+/* The levels PostgreSQL accepts; every one but off waits for the local flush. */
+static const char *
+sync_commit_level(const char *v)
+{
+	static const char *const levels[] = {"off", "local", "remote_write", "on", "remote_apply"};
+
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		if (strcmp(v, levels[i]) == 0)
+			return levels[i];
+	cli_usage_error(usage_text, "invalid --synchronous-commit \"%s\": expected off, local, remote_write, on or remote_apply", v);
+}
 
 static void
 parse_options(int argc, char **argv)
@@ -773,6 +797,7 @@ parse_options(int argc, char **argv)
 		{"max-retries", required_argument, NULL, OPT_MAX_RETRIES},
 		{"no-loop", no_argument, NULL, OPT_NO_LOOP},
 		{"key-collations", required_argument, NULL, OPT_KEY_COLLATIONS},
+		{"synchronous-commit", required_argument, NULL, OPT_SYNC_COMMIT},
 		CLI_COMMON_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -787,6 +812,7 @@ parse_options(int argc, char **argv)
 	A.max_message_bytes = CLI_MAX_MESSAGE_DEFAULT;
 	A.heartbeat_ms = 10000;
 	A.max_retries = 10;
+	A.synchronous_commit = "off";
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:j:" CLI_COMMON_SHORT, opts, NULL)) != -1)
 	{
@@ -816,6 +842,7 @@ parse_options(int argc, char **argv)
 			case OPT_MAX_RETRIES: A.max_retries = (int) cli_int(&cli, "--max-retries", optarg, 0, 1000000); break;
 			case OPT_NO_LOOP: A.no_loop = true; break;
 			case OPT_KEY_COLLATIONS: A.keycoll_file = optarg; break;
+			case OPT_SYNC_COMMIT: A.synchronous_commit = sync_commit_level(optarg); break;
 			default: cli_common(&cli, c, argv); break;
 		}
 	}
@@ -836,8 +863,12 @@ on_fatal(const char *msg)
 {
 	/* Only the main thread uses the apply session; a loader thread's own
 	 * session (a snapshot section's COPY) ends with the process. */
-	if (pthread_equal(pthread_self(), main_thread))
-		applyreport_abandon(&A, msg);
+	if (!pthread_equal(pthread_self(), main_thread))
+		return;
+	applyreport_abandon(&A, msg);
+	/* What is flushed, as every other exit writes it. (A log_fatal() in
+	 * here, as when writing the file is what failed, exits at once.) */
+	applyreport_checkpoint(&A, true);
 }
 
 int
@@ -882,6 +913,8 @@ main(int argc, char **argv)
 	/* Twice a batch: a batch ends at the first transaction boundary past
 	 * --max-batch-bytes, so its last transaction may be about that big. */
 	A.rp = replay_new(A.max_batch_bytes < 512 * 1024 ? 1024 * 1024 : (size_t) (2 * A.max_batch_bytes));
+	/* A quarter: the batch that follows still fits in the window. */
+	A.settle_bytes = (A.max_batch_bytes < 512 * 1024 ? 1024 * 1024 : (size_t) (2 * A.max_batch_bytes)) / 4;
 	sr_mark(A.sr, &A.mark);
 	run();
 }

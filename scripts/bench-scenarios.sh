@@ -378,7 +378,7 @@ WAL_CONTENDERS=(pgsync builtin builtin-async pg-walcat-only pg_recvlogical)
 
 wal_durability() {
 	case $1 in
-	pgsync) echo "synchronous_commit=on (pg-apply), batched commits" ;;
+	pgsync) echo "synchronous_commit=off (pg-apply's default, as a subscription's), batched commits, confirmed once flushed" ;;
 	builtin) echo "subscription synchronous_commit=on" ;;
 	builtin-async) echo "subscription synchronous_commit=off (its default)" ;;
 	pg-walcat-only) echo "no apply: the change stream to a file (not fsync'd)" ;;

@@ -400,3 +400,43 @@ tagged() {
 	kill -TERM "$apid" "$wpid" "$spid"
 	wait "$apid"
 }
+
+# ------------------------------------------------------ asynchronous commits
+
+# order_on JOB QTY: the target holds the order "lost" QTY.
+order_on() {
+	[ "$(tq "$1" "SELECT count(*) FROM \"Orders\" WHERE \"Note\" = 'lost' AND qty = $2")" = 1 ]
+}
+
+# Kept last: it makes the target's WAL writer sleep for the time of the test.
+@test "commits the target lost in an immediate restart (asynchronous, not yet flushed) are applied again from the window and were never confirmed" {
+	local i lost=0 confirmable kept
+	new_job lost
+	# pg-apply commits with synchronous_commit off, as a subscription does.
+	# The WAL writer sleeps: its commits stay in the target's WAL buffers
+	# until pg-apply has them flushed, a second later. No heartbeat: its
+	# synchronous commit would flush them sooner.
+	psql_at tgt -c "ALTER SYSTEM SET wal_writer_delay = '10s'" -c "SELECT pg_reload_conf()" >/dev/null
+	start lost --heartbeat-interval 0
+	progress lost
+	# Written once pg-apply knows a commit flushed: here by its own flush.
+	wait_until 30 test -s "$BATS_TEST_TMPDIR/cp"
+	for ((i = 1; i <= 3 && lost == 0; i++)); do
+		psql_at src -c "INSERT INTO \"Orders\" (\"Note\", qty) VALUES ('lost', $i)" >/dev/null
+		wait_until 30 order_on lost "$i"
+		confirmable=$(head -n 1 "$BATS_TEST_TMPDIR/cp")
+		cluster_restart tgt --mode immediate
+		# The checkpoint file never says more than the restarted target holds.
+		kept=$(applied_of lost)
+		[ "$(psql_at src -c "SELECT '$confirmable'::pg_lsn <= '$kept'::pg_lsn")" = t ]
+		# The next change finds the session gone.
+		psql_at src -c "INSERT INTO \"Orders\" (\"Note\", qty) VALUES ('lost', $((i + 100)))" >/dev/null
+		wait_until 60 order_on lost "$((i + 100))"
+		order_on lost "$i"
+		# Lost only when the WAL writer did not happen to write it first.
+		! grep -q "which it had not flushed yet: applying them again" "$BATS_TEST_TMPDIR/a.log" || lost=1
+	done
+	psql_at tgt -c "ALTER SYSTEM RESET wal_writer_delay" -c "SELECT pg_reload_conf()" >/dev/null
+	((lost == 1))
+	finish lost 1
+}

@@ -72,6 +72,9 @@ applied_lsn() {
 	[[ $stderr == *'invalid --max-batch-bytes "12XB": expected a size from 1 to 1TB'* ]]
 	run --separate-stderr pg-apply --jobs 0
 	[ "$status" -eq 2 ]
+	run --separate-stderr pg-apply --synchronous-commit sometimes
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'invalid --synchronous-commit "sometimes": expected off, local, remote_write, on or remote_apply'* ]]
 	run --separate-stderr pg-apply -d "$tgt_URL" /nonexistent/stream.pgcs
 	[ "$status" -eq 2 ]
 	[[ $stderr == *'cannot open "/nonexistent/stream.pgcs"'* ]]

@@ -8,19 +8,30 @@
 #include <stdlib.h>
 
 /*
- * Everything read so far is durable on the target, or void; committing in
- * the middle of a line (a->in_line), except that line, which then starts the
+ * Committing in the middle of a line (a->in_line), that line starts the new
  * window with the stream's state from before it.
  */
 void
-applyrecover_window_reset(struct apply_state *a, bool keep_line)
+applyrecover_window_settle(struct apply_state *a, bool keep_line, bool force)
 {
+	struct pgerr pe;
+	char text[PGERR_TEXT_MAX];
+
+	if (a->fw && flushwatch_pending(a->fw))
+	{
+		if (!force)
+			return;
+		if (a->meta == NULL || !flushwatch_poll(a->fw, a->meta, true, &pe))
+			log_warn("cannot flush the target's commits: %s",
+					 a->meta ? pgerr_text(&pe, NULL, text, sizeof(text)) : "no session");
+	}
 	keep_line = keep_line && a->in_line;
 	replay_reset(a->rp, keep_line);
 	if (keep_line)
 		a->mark = a->premark;
 	else
 		sr_mark(a->sr, &a->mark);
+	a->window_lsn = a->durable;
 }
 
 /* The sessions, as lib/apply/applysession.c handles them. */
@@ -65,6 +76,7 @@ applyrecover_session(struct apply_state *a, const struct apply_err *why)
 	struct apply_err err = *why;
 	struct applysession s;
 	char l[LSN_BUFSZ];
+	lsn_t committed, flushed;
 	bool ok;
 
 	if (!why->retry || a->no_loop)
@@ -76,13 +88,17 @@ applyrecover_session(struct apply_state *a, const struct apply_err *why)
 	if (replay_overflowed(a->rp))
 	{
 		apply_err_set(&err, EXIT_RUNTIME,
-					  "%s; the stream read since the last commit on the target (%zu bytes) is more than pg-apply keeps to apply again (twice --max-batch-bytes): not reconnecting, a restarted producer sends it again",
+					  "%s; the stream read since the last flushed commit on the target (%zu bytes) is more than pg-apply keeps to apply again (twice --max-batch-bytes): not reconnecting, a restarted producer sends it again",
 					  why->msg, replay_bytes(a->rp));
 		applyreport_fail(a, &err);
 	}
 	log_warn("%s: reconnecting", why->msg);
 	s = sessions(a);
-	ok = applysession_recover(&a->scfg, &s, a->durable, &a->durable, a->commit_time, sizeof(a->commit_time), &err);
+	committed = a->durable;
+	/* Below what the target flushed, it lost what it must keep; above, a
+	 * crash took back asynchronous commits (flushwatch.h). */
+	flushed = flushwatch_flushed(a->fw) > a->cp_floor ? flushwatch_flushed(a->fw) : a->cp_floor;
+	ok = applysession_recover(&a->scfg, &s, flushed, &a->durable, a->commit_time, sizeof(a->commit_time), &err);
 	set_sessions(a, &s);
 	if (!ok && err.code == EXIT_DONE)
 	{
@@ -92,6 +108,20 @@ applyrecover_session(struct apply_state *a, const struct apply_err *why)
 	}
 	if (!ok)
 		applyreport_fail(a, &err);
+	flushwatch_restart(a->fw, a->durable);
+	if (a->durable < a->window_lsn)
+	{
+		char l2[LSN_BUFSZ];
+
+		/* Only when a flush failed (applyrecover_window_settle()). */
+		apply_err_set(&err, EXIT_RUNTIME,
+					  "the target restarted without the transactions it had committed after %s up to %s, which it had not flushed yet, and pg-apply no longer holds them: not reconnecting, a restarted producer sends them again from the checkpoint",
+					  lsn_format(a->durable, l), lsn_format(committed, l2));
+		applyreport_fail(a, &err);
+	}
+	if (a->durable < committed)
+		log_warn("the target restarted without the transactions it had committed after %s, which it had not flushed yet: applying them again",
+				 lsn_format(a->durable, l));
 	a->reconnects++;
 	a->applied = a->durable;
 	/* Read again from the target that now decides what was applied. */

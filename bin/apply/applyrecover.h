@@ -18,11 +18,14 @@
 void applyrecover_session(struct apply_state *a, const struct apply_err *why);
 
 /*
- * Everything read so far is durable on the target, or void: start the
- * replay window again. With keep_line while a line is being applied, that
- * line stays in it, with the stream's state from before it.
+ * Everything read so far is committed on the target, or void: start the
+ * replay window again once every commit in it is flushed; force: flush
+ * them first (when even that fails, it starts again, and a->window_lsn
+ * tells a recovery what it no longer holds). With keep_line while a line
+ * is being applied, that line stays in it, with the stream's state from
+ * before it.
  */
-void applyrecover_window_reset(struct apply_state *a, bool keep_line);
+void applyrecover_window_settle(struct apply_state *a, bool keep_line, bool force);
 
 /* Close the sessions (a clean end). */
 void applyrecover_drop_sessions(struct apply_state *a);

@@ -17,9 +17,33 @@
 lsn_t
 applyreport_checkpoint_lsn(const struct apply_state *a)
 {
-	lsn_t lsn = a->durable < a->carried ? a->durable : a->carried;
+	lsn_t flushed = a->fw ? flushwatch_flushed(a->fw) : LSN_INVALID;
+	lsn_t lsn = flushed < a->carried ? flushed : a->carried;
 
 	return lsn > a->cp_floor ? lsn : a->cp_floor;
+}
+
+/*
+ * Learn which commits the target has flushed (forced: flush them all). A
+ * failure leaves the file where it was: the meta session is replaced by
+ * the next heartbeat, or the target is gone and a restart finds it again.
+ */
+static void
+learn_flushed(struct apply_state *a, bool force)
+{
+	static bool warned;			/* once until it works again: it is asked every 200 ms */
+	struct pgerr pe;
+	char text[PGERR_TEXT_MAX];
+
+	if (a->fw == NULL || a->meta == NULL || PQstatus(a->meta) != CONNECTION_OK)
+		return;
+	if (flushwatch_poll(a->fw, a->meta, force, &pe))
+		warned = false;
+	else if (!warned)
+	{
+		warned = true;
+		log_warn("cannot learn which commits the target has flushed: %s", pgerr_text(&pe, NULL, text, sizeof(text)));
+	}
 }
 
 void
@@ -27,11 +51,18 @@ applyreport_checkpoint(struct apply_state *a, bool force)
 {
 	struct checkpoint cp;
 	char err[512];
-	lsn_t lsn = applyreport_checkpoint_lsn(a);
+	lsn_t lsn;
 
+	if (!a->job_ready)
+		return;
+	/* Also without a file: a new session's continuity check relies on it. */
+	learn_flushed(a, force && a->checkpoint_path);
+	if (a->checkpoint_path == NULL)
+		return;
+	lsn = applyreport_checkpoint_lsn(a);
 	/* Nothing applied yet on a new job: no file, which every reader takes
 	 * as "nothing confirmed" (a 0/0 one would read as a slot gone past it). */
-	if (a->checkpoint_path == NULL || !a->job_ready || lsn == LSN_INVALID)
+	if (lsn == LSN_INVALID)
 		return;
 	if (a->cp_ever && a->cp_written == lsn && a->cp_timeline == a->timeline)
 	{
@@ -126,6 +157,9 @@ applyreport_wait_ms(const struct apply_state *a)
 
 		w = since >= CHECKPOINT_EVERY_MS ? 0 : (CHECKPOINT_EVERY_MS - since < w ? CHECKPOINT_EVERY_MS - since : w);
 	}
+	/* Commits the target has not flushed yet: ask again. */
+	if (a->job_ready && a->fw && flushwatch_wait_ms(a->fw) >= 0 && (uint64_t) flushwatch_wait_ms(a->fw) < w)
+		w = (uint64_t) flushwatch_wait_ms(a->fw);
 	return (int) w;
 }
 

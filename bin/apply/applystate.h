@@ -13,6 +13,7 @@
 #include "applier.h"
 #include "applysession.h"
 #include "chunkfilter.h"
+#include "flushwatch.h"
 #include "heartbeat.h"
 #include "input.h"
 #include "lsn.h"
@@ -25,6 +26,7 @@
 struct apply_state {
 	/* options */
 	const char *conninfo, *job_opt, *checkpoint_path, *conn_file, *keycoll_file;
+	const char *synchronous_commit;	/* the apply session's (--synchronous-commit) */
 	int jobs, copy_threshold, max_retries;
 	bool no_merge, no_loop;
 	uint64_t max_batch_bytes, max_batch_delay_ms, max_message_bytes, heartbeat_ms;
@@ -48,6 +50,14 @@ struct apply_state {
 	 */
 	struct replay *rp;
 	struct sr_mark mark, premark;	/* ... and before the line being applied */
+	/*
+	 * The window starts after this committed position. It starts again
+	 * only once every commit in it is flushed (a crash of the target may
+	 * take back the rest, and they are applied again from it), flushed by
+	 * a synchronous write when it holds more than settle_bytes.
+	 */
+	lsn_t window_lsn;
+	size_t settle_bytes;
 	bool in_line;
 	int retries;				/* reconnect attempts since the last commit */
 	uint32_t reconnects;		/* target sessions replaced */
@@ -57,8 +67,13 @@ struct apply_state {
 	char job[256], sysid[24], slot[128], source_version[16];
 	uint32_t timeline;
 
-	/* positions: durable on the target, applied in the open batch, seen */
+	/*
+	 * positions: committed on the target (its progress row; "durable" for a
+	 * session, which a new one finds again, but a crash of the target may
+	 * take back what is not flushed yet), applied in the open batch, seen
+	 */
 	lsn_t durable, applied, received;
+	struct flushwatch *fw;		/* which commits are on the target's disk */
 	/* the target's progress when the current stream began: what is below
 	 * it is already applied (never a position this stream promised) */
 	lsn_t skip_below;
@@ -85,8 +100,9 @@ struct apply_state {
 	/*
 	 * The checkpoint file: what it says (position and timeline) once
 	 * written, and what it said when pg-apply began (cp_floor, never gone
-	 * below). It says the durable position, but never more than the
-	 * streams read so far carried (carried): after a kill the file may lag
+	 * below). It says the position flushed on the target (flushwatch.h),
+	 * but never more than the streams read so far carried (carried): after
+	 * a kill the file may lag
 	 * the target, and pg-walcat, started from the file, refuses an
 	 * acknowledgement past what it wrote.
 	 */

@@ -432,10 +432,13 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	struct applier *a;
 	struct pgerr pe;
 	PGresult *res;
+	char sync[64];
 
-	/* As the built-in apply worker: names resolve only when qualified. */
-	if (!setup_cmd(conn, "SET search_path = ''", err) ||
-		!setup_cmd(conn, "SET synchronous_commit = on", err))
+	/* As the built-in apply worker: names resolve only when qualified, and
+	 * commits need not wait for the flush (pg-apply's flushwatch does). */
+	snprintf(sync, sizeof(sync), "SET synchronous_commit = %s",
+			 opts->synchronous_commit ? opts->synchronous_commit : "on");
+	if (!setup_cmd(conn, "SET search_path = ''", err) || !setup_cmd(conn, sync, err))
 		return NULL;
 	*replica_role = session_replica_role(conn, &pe);
 	if (!*replica_role && strcmp(pe.sqlstate, "42501") != 0)

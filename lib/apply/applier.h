@@ -23,6 +23,7 @@ struct applier_opts {
 	const char *job;
 	int copy_threshold;			/* insert run length that switches to COPY; 0: never */
 	bool merge_updates;			/* hold updates to send each row once per batch */
+	const char *synchronous_commit;	/* the session's level (a valid one; NULL: on) */
 	size_t held_bytes;			/* at most this much of them (within the batch's bytes) */
 	/*
 	 * While blocked on the target's results: a descriptor to watch (or -1)

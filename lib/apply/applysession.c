@@ -112,7 +112,7 @@ reopen(const struct applysession_cfg *cfg, struct applysession *s, lsn_t known, 
 	if (*applied < known)
 	{
 		apply_err_set(err, EXIT_CONTINUITY,
-					  "the target's applied position %s is behind %s, which it had committed: the target lost committed transactions, resync required",
+					  "the target's applied position %s is behind %s, which it had flushed (the checkpoint may have confirmed it to the source): the target lost committed transactions, resync required",
 					  lsn_format(*applied, a), lsn_format(known, b));
 		return false;
 	}

@@ -1,11 +1,12 @@
 /*
- * replay.h - the stream lines pg-apply read since its last target commit,
- * kept so that they can be applied again on a new target session when the
- * old one was lost: a pipe cannot be read twice, and the producer must not
- * be asked for them again (it would have to restart, and everything read
- * ahead with it).
+ * replay.h - the stream lines pg-apply read since its last target commit
+ * that the target has flushed, kept so that they can be applied again on a
+ * new target session when the old one was lost, or the target crashed and
+ * came back without its unflushed commits: a pipe cannot be read twice, and
+ * the producer must not be asked for them again (it would have to restart,
+ * and everything read ahead with it).
  *
- * The lines of a window (from one target commit to the next, which is
+ * The lines of a window (from one flushed target commit to a later one,
  * always at a source transaction boundary) are held up to a limit; past it
  * the window is marked overflowed and only a restart of the pipeline can
  * recover it. A replay must parse the lines with the table definitions the

@@ -381,7 +381,10 @@ switchover_verify() {
 switchover_record() {
 	local at
 	step_begin "recording the switchover"
+	# A synchronous commit: it flushes every commit before it, the
+	# asynchronous ones of pg-apply included, before the application moves.
 	at=$(sql tgt -v lsn="$SW_FINAL" <<'SQL'
+SET synchronous_commit = on;
 UPDATE pgsync.job SET state = 'SWITCHED_OVER', switchover_lsn = :'lsn', switched_over_at = now(),
        last_error = NULL, updated_at = now()
  WHERE job = :'job' AND state = 'STREAMING' RETURNING switched_over_at
