@@ -695,6 +695,10 @@ wait_input(void)
 {
 	struct pollfd p[2] = {{input_fd(A.in), POLLIN, 0}, {sig_fd(), POLLIN, 0}};
 
+	/* Read ahead while the batch committed: apply it now. (The poll would
+	 * wait for the producer's next transaction, or a timer.) */
+	if (input_ready(A.in))
+		return;
 	if (poll(p, 2, applyreport_wait_ms(&A)) > 0 && (p[1].revents & POLLIN))
 		sig_drain();
 }

@@ -312,6 +312,13 @@ input_readahead(struct input *in)
 	/* An error shows again at the next regular read, which reports it. */
 }
 
+bool
+input_ready(const struct input *in)
+{
+	return in->failed || in->eof ||
+		(in->end > in->scan && memchr(in->data + in->scan, '\n', in->end - in->scan) != NULL);
+}
+
 enum input_status
 input_next(struct input *in, const char **line, size_t *len, int timeout_ms)
 {

@@ -63,6 +63,13 @@ int input_fd(const struct input *in);
  */
 int input_readahead_fd(const struct input *in);
 void input_readahead(struct input *in);
+
+/*
+ * input_next() has something at once: a whole line read ahead, the end, or
+ * an error. A caller about to wait on the descriptor must ask first: what
+ * was read ahead is no longer in the pipe to wake it.
+ */
+bool input_ready(const struct input *in);
 void input_close(struct input *in);
 
 #endif
