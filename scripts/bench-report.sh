@@ -57,9 +57,9 @@ bench_report() {
 		"",
 		"== \(.name): \(.title) [load average \(.load_average_at_start)]",
 		(if .name == "steady" then
-			"\("contender" | pad(16)) \("status" | pad(7)) \("lag p50" | lpad(9)) \("p99" | lpad(9)) \("max" | lpad(9)) \("p99 bytes" | lpad(11)) \("tps" | lpad(7)) \("drain" | lpad(7))  peak RSS",
+			"\("contender" | pad(16)) \("status" | pad(7)) \("lag p50" | lpad(9)) \("p99" | lpad(9)) \("max" | lpad(9)) \("p99 bytes" | lpad(11)) \("txn p50" | lpad(9)) \("p90" | lpad(8)) \("p99" | lpad(8)) \("max" | lpad(8)) \("tps" | lpad(7)) \("drain" | lpad(7))  peak RSS",
 			(.results[] |
-			"\(.contender | pad(16)) \(.status | pad(7)) \((.lag.lag_ms_p50 | num) + "ms" | lpad(9)) \((.lag.lag_ms_p99 | num) + "ms" | lpad(9)) \((.lag.lag_ms_max | num) + "ms" | lpad(9)) \(.lag.lag_bytes_p99 | num | lpad(11)) \(.achieved_tps | if . == null then "-" else (. | round | tostring) end | lpad(7)) \((.drain_s | num) + "s" | lpad(7))  \(rss)\(if .note != "" then "  [" + .note + "]" else "" end)")
+			"\(.contender | pad(16)) \(.status | pad(7)) \((.lag.lag_ms_p50 | num) + "ms" | lpad(9)) \((.lag.lag_ms_p99 | num) + "ms" | lpad(9)) \((.lag.lag_ms_max | num) + "ms" | lpad(9)) \(.lag.lag_bytes_p99 | num | lpad(11)) \((.txn.txn_ms_p50 | num) + "ms" | lpad(9)) \((.txn.txn_ms_p90 | num) + "ms" | lpad(8)) \((.txn.txn_ms_p99 | num) + "ms" | lpad(8)) \((.txn.txn_ms_max | num) + "ms" | lpad(8)) \(.achieved_tps | if . == null then "-" else (. | round | tostring) end | lpad(7)) \((.drain_s | num) + "s" | lpad(7))  \(rss)\(if .note != "" then "  [" + .note + "]" else "" end)")
 		else
 			"\("contender" | pad(16)) \("status" | pad(7)) \("wall" | lpad(9)) \(.rows_unit + "/s" | lpad(14)) \("vs " + (.baseline | if startswith("builtin") then "builtin" else . end) | lpad(10))  peak RSS",
 			(.results[] |
@@ -82,6 +82,7 @@ bench_report() {
 	"",
 	"vs builtin: time of the built-in subscription with its default settings (builtin-async where both run) / contender time (above 1: faster).",
 	"vs md5: time of an md5 of every table on both sides / contender time.",
+	"lag: sampled every 100 ms (how long ago the source was at the applied position, interpolated); txn: each probe transaction'"'"'s way (50 a second beside the load), from the source'"'"'s clock_timestamp() to a trigger on the target.",
 	"cpu seconds: user + system of each client program (GNU time) and of the server processes on each side (backends, walsenders, workers and background processes) while the contender ran."
 	' "$1"
 }

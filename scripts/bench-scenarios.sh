@@ -566,8 +566,33 @@ stop_pid() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
+# probe_setup SOURCE TARGET: the table a second, slower load inserts into, the
+# source's clock_timestamp() in each row, and a trigger on the target (ENABLE
+# ALWAYS: replication sessions fire it too) stamping when the row is applied,
+# before the target's commit. Both clusters share the machine's clock.
+probe_setup() {
+	local ddl="CREATE TABLE bench_probe (id bigserial PRIMARY KEY, src_ts timestamptz, tgt_ts timestamptz)"
+	q "$1" "$ddl" && psql_script "$2" <<SQL
+$ddl;
+CREATE FUNCTION bench_stamp() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN NEW.tgt_ts := clock_timestamp(); RETURN NEW; END \$\$;
+CREATE TRIGGER bench_stamp BEFORE INSERT ON bench_probe FOR EACH ROW EXECUTE FUNCTION bench_stamp();
+ALTER TABLE bench_probe ENABLE ALWAYS TRIGGER bench_stamp;
+SQL
+}
+
+# probe_stats TARGET: each probe transaction's way from the source's insert to
+# the target's apply, in ms, as JSON (nearest-rank percentiles).
+probe_stats() {
+	q "$1" "SELECT json_build_object('samples', count(*),
+		'txn_ms_p50', round(percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
+		'txn_ms_p90', round(percentile_disc(0.9) WITHIN GROUP (ORDER BY ms)::numeric, 2),
+		'txn_ms_p99', round(percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2),
+		'txn_ms_max', round(max(ms)::numeric, 2))
+		FROM (SELECT extract(epoch FROM tgt_ts - src_ts) * 1000 AS ms FROM bench_probe) p"
+}
+
 run_steady() {
-	local c id s t t0 status note want got query apply_t walcat_t sampler lag tps drain sc extra i
+	local c id s t t0 status note want got query apply_t walcat_t sampler lag tps drain sc extra i probe probe_pid txn
 	scenario steady "pgbench at $rate tps for ${seconds}s with the consumer running (scale $wal_scale)" \
 		"row changes" "$(jq -nc --argjson r "$rate" --argjson d "$seconds" --argjson scale "$wal_scale" \
 			'{rate_tps: $r, seconds: $d, clients: 4, scale: $scale, sample_interval_ms: 100}')"
@@ -581,9 +606,11 @@ run_steady() {
 		q "$TGT" "CREATE DATABASE c_$id"
 		s=$(db_url "$SRC" "s_$id")
 		t=$(db_url "$TGT" "c_$id")
-		{ setup_pgbench "$s" && setup_pgbench "$t"; } || bench_die "pgbench -i failed"
-		q "$s" "CREATE PUBLICATION bench_pub FOR TABLE $pub_pgbench"
-		status=ok note="" apply_t="" walcat_t="" lag='{"samples": 0}' tps=null drain=null
+		{ setup_pgbench "$s" && setup_pgbench "$t" && probe_setup "$s" "$t"; } || bench_die "pgbench -i failed"
+		q "$s" "CREATE PUBLICATION bench_pub FOR TABLE $pub_pgbench, bench_probe"
+		status=ok note="" apply_t="" walcat_t="" lag='{"samples": 0}' tps=null drain=null txn='{"samples": 0}'
+		probe=$RUN_DIR/probe.sql
+		echo "INSERT INTO bench_probe (src_ts) VALUES (clock_timestamp());" >"$probe"
 		bench_warm
 		case $c in
 		pgsync)
@@ -612,8 +639,12 @@ run_steady() {
 			# shellcheck disable=SC2153 # set by scripts/bench
 			"$SAMPLER" "$s" "$t" "$query" 100 "$RUN_DIR/lag.txt" >"$RUN_DIR/sampler.out" 2>>"$RUN_DIR/stderr" &
 			sampler=$!
+			# The probes ride on the load: 50 a second, one client.
+			pgbench -n -R 50 -T "$seconds" -c 1 -f "$probe" -d "$s" >"$RUN_DIR/probe.out" 2>&1 &
+			probe_pid=$!
 			pgbench -n -R "$rate" -T "$seconds" -c 4 -j 2 -d "$s" >"$RUN_DIR/pgbench.out" 2>&1 ||
 				{ status=failed note="pgbench failed"; }
+			wait "$probe_pid" || { status=failed note="the probe's pgbench failed"; }
 			# Lag is sampled while the load runs, not while it drains.
 			stop_pid "$sampler"
 			wait "$sampler" 2>/dev/null || true
@@ -625,6 +656,7 @@ run_steady() {
 			q "$s" "INSERT INTO bench_marker VALUES (2)"
 			if wait_sql "$t" "EXISTS (SELECT 1 FROM bench_marker WHERE id = 2)" "$timeout_s"; then
 				drain=$(bench_elapsed "$t0")
+				txn=$(probe_stats "$t")
 			else
 				status=failed note="not caught up ${timeout_s}s after the load stopped"
 			fi
@@ -644,8 +676,8 @@ run_steady() {
 			got=$(q "$t" "$verify_pgbench")
 			[[ $got == "$want" ]] || { status=failed note="target differs from the source"; }
 		fi
-		extra=$(jq -nc --argjson lag "$lag" --argjson tps "$tps" --argjson drain "$drain" \
-			'{lag: $lag, achieved_tps: $tps, drain_s: $drain}')
+		extra=$(jq -nc --argjson lag "$lag" --argjson tps "$tps" --argjson drain "$drain" --argjson txn "$txn" \
+			'{lag: $lag, achieved_tps: $tps, drain_s: $drain, txn: $txn}')
 		record steady "$c" "$status" "" "" "$(wal_durability "$c")" "$note" "$extra"
 	done
 	bench_pair_destroy
