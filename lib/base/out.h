@@ -19,7 +19,7 @@ enum out_status { OUT_OK = 0, OUT_CLOSED = 1, OUT_ERROR = 2 };
 
 struct out;
 
-/* Write to fd; zstd_level 0 means plain output. */
+/* Write to fd (a pipe is widened to 1 MB); zstd_level 0 means plain output. */
 struct out *out_open(int fd, int zstd_level);
 /* Refuse (false) when compressing to a terminal; call before writing. */
 bool out_tty_ok(int fd, int zstd_level);
