@@ -23,7 +23,7 @@
 # In run, verify's SIGUSR1 ends the wait for the next heartbeat interval
 # early (wait_any counts it as a tick); set before run takes the job lock,
 # which is how verify finds it.
-[[ ${COMMAND:-} != run ]] || trap ':' USR1
+[[ ${COMMAND:-} != run ]] || trap 'WAKE_NOW=1' USR1
 
 # pg-verify's VERIFY_RANGES_MAX (lib/verify/compare.h), for the warning of
 # a table whose differing rows were counted, not itemized.
