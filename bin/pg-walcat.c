@@ -948,6 +948,7 @@ main(int argc, char **argv)
 	if (!out_tty_ok(STDOUT_FILENO, w.o.zstd))
 		usage_error("refusing to write compressed output to a terminal");
 	sig_setup();
+	out_widen_pipe(STDOUT_FILENO);
 	out = out_open(STDOUT_FILENO, w.o.zstd);
 	cfg.max_message = (size_t) w.o.max_message;
 	cfg.spool_dir = w.o.spool_dir;

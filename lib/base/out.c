@@ -60,17 +60,10 @@ out_tty_ok(int fd, int zstd_level)
 	return zstd_level == 0 || !isatty(fd);
 }
 
-/*
- * A pipe holds 64 kB by default, about a hundred transactions of a backlog:
- * the producer then stops each time the consumer commits. 1 MB (the most an
- * unprivileged process may ask for by default) lets it run on meanwhile: a
- * 100,000-transaction catch-up through pg-apply took about 15 % less time.
- * It is kernel memory, not the process's. A file, or a refusal, stays as is.
- */
 #define OUT_PIPE_BYTES (1024 * 1024)
 
-static void
-widen_pipe(int fd)
+void
+out_widen_pipe(int fd)
 {
 	struct stat st;
 
@@ -83,7 +76,6 @@ out_open(int fd, int zstd_level)
 {
 	struct out *o = xcalloc(1, sizeof(*o));
 
-	widen_pipe(fd);
 	o->fd = fd;
 	o->buf = xmalloc(OUT_BUFSZ);
 	o->frame_target = OUT_FRAME_TARGET;
