@@ -342,6 +342,7 @@ interrupted_then_resumed() {
 }
 
 @test "resources.snapshot_timeout ends a chunked bootstrap that waits for a source transaction; bootstrap again continues" {
+	soak_only "snapshot_timeout is in pgsync-bootstrap.bats, and kill -9 in this file resumes a chunked copy from its kept slot"
 	reset_job
 	catalog_ready
 	slow_chunks
