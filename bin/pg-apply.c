@@ -880,6 +880,7 @@ main(int argc, char **argv)
 {
 	struct apply_err err;
 	struct pgerr pe;
+	size_t window;
 
 	log_init(argv[0]);
 	main_thread = pthread_self();
@@ -916,9 +917,10 @@ main(int argc, char **argv)
 	A.sr = sr_new();
 	/* Twice a batch: a batch ends at the first transaction boundary past
 	 * --max-batch-bytes, so its last transaction may be about that big. */
-	A.rp = replay_new(A.max_batch_bytes < 512 * 1024 ? 1024 * 1024 : (size_t) (2 * A.max_batch_bytes));
+	window = A.max_batch_bytes < 512 * 1024 ? 1024 * 1024 : (size_t) (2 * A.max_batch_bytes);
+	A.rp = replay_new(window);
 	/* A quarter: the batch that follows still fits in the window. */
-	A.settle_bytes = (A.max_batch_bytes < 512 * 1024 ? 1024 * 1024 : (size_t) (2 * A.max_batch_bytes)) / 4;
+	A.settle_bytes = window / 4;
 	sr_mark(A.sr, &A.mark);
 	run();
 }

@@ -148,6 +148,7 @@ int
 applyreport_wait_ms(const struct apply_state *a)
 {
 	uint64_t w = 1000;
+	int fw_ms = a->job_ready && a->fw ? flushwatch_wait_ms(a->fw) : -1;
 
 	if (a->hb && heartbeat_wait_ms(a->hb) < w)
 		w = heartbeat_wait_ms(a->hb);
@@ -158,8 +159,8 @@ applyreport_wait_ms(const struct apply_state *a)
 		w = since >= CHECKPOINT_EVERY_MS ? 0 : (CHECKPOINT_EVERY_MS - since < w ? CHECKPOINT_EVERY_MS - since : w);
 	}
 	/* Commits the target has not flushed yet: ask again. */
-	if (a->job_ready && a->fw && flushwatch_wait_ms(a->fw) >= 0 && (uint64_t) flushwatch_wait_ms(a->fw) < w)
-		w = (uint64_t) flushwatch_wait_ms(a->fw);
+	if (fw_ms >= 0 && (uint64_t) fw_ms < w)
+		w = (uint64_t) fw_ms;
 	return (int) w;
 }
 

@@ -102,9 +102,8 @@ struct apply_state {
 	 * written, and what it said when pg-apply began (cp_floor, never gone
 	 * below). It says the position flushed on the target (flushwatch.h),
 	 * but never more than the streams read so far carried (carried): after
-	 * a kill the file may lag
-	 * the target, and pg-walcat, started from the file, refuses an
-	 * acknowledgement past what it wrote.
+	 * a kill the file may lag the target, and pg-walcat, started from the
+	 * file, refuses an acknowledgement past what it wrote.
 	 */
 	lsn_t carried, cp_floor, cp_written;
 	struct cpwriter *cpw;		/* writes it (cpwriter.h) */
