@@ -39,6 +39,10 @@ log_has() {
 	grep -qF -- "$2" "$BATS_FILE_TMPDIR/$1.run.log"
 }
 
+holder_has_xid() {
+	[[ $(psql_at src -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'rn_hold' AND backend_xid IS NOT NULL") == 1 ]]
+}
+
 heartbeat_running() {
 	[[ $(psql_at tgt -c "SELECT stopped_at IS NULL FROM pgsync.job_runtime WHERE job = 'rn'") == t ]]
 }
@@ -160,6 +164,8 @@ runtime_conn() {
 	wait_until 30 same_tables rn_a rn_b
 	wait_until 20 state_is rn STREAMING
 	log_has rn "state CATCHING_UP until"
+	# run records STREAMING in the job's row a moment before it logs why.
+	wait_until 10 log_has rn "caught up with"
 	caught=$(grep -o 'caught up with [0-9A-F/]*' "$BATS_FILE_TMPDIR/rn.run.log" | awk '{print $4}')
 	[ "$(psql_at src -c "SELECT '$caught'::pg_lsn >= '$end'::pg_lsn")" = t ]
 }
@@ -280,16 +286,26 @@ runtime_conn() {
 
 @test "the monitor pauses a streaming job when retention crosses the alarm (action stop)" {
 	# The alarm sits 3 MB above what the slot retains now (an earlier test
-	# may have left WAL behind its restart point), and below it after twice
-	# 3.4 MB of unpublished WAL.
-	local held
+	# may have left WAL behind its restart point). A transaction held open
+	# on the source pins the slot's restart point (decoding must start
+	# before it), so the WAL written after it is retained however quickly
+	# pg-walcat confirms: 3.4 MB of unpublished WAL at a time until the
+	# monitor pauses the job.
+	local held i
 	held=$(psql_at src -c "SELECT pg_current_wal_lsn() - restart_lsn FROM pg_replication_slots WHERE slot_name = 'rn_slot'")
 	job_conf rn rn_slot rn_pub public.rn_a,public.rn_b safety.wal_retention_alarm_bytes=$((held / 1048576 + 3))MB \
 		safety.wal_retention_action=stop >/dev/null
 	start_run rn
 	wait_until 20 state_is rn STREAMING
-	make_unpublished_wal
-	make_unpublished_wal
+	PGAPPNAME=rn_hold psql_at src -c "BEGIN; INSERT INTO rn_noise (pad) VALUES ('held open');
+		SELECT pg_sleep(120); COMMIT" >/dev/null 2>&1 &
+	wait_until 10 holder_has_xid
+	for ((i = 0; i < 10; i++)); do
+		run_alive || break
+		make_unpublished_wal
+		sleep 1
+	done
+	psql_at src -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rn_hold'" >/dev/null
 	wait_run 30
 	[ "$RUN_STATUS" -eq 3 ]
 	[ "$(job_state rn)" = PAUSED ]
