@@ -461,11 +461,15 @@ restore_post_data_of() {
 				>"$STATE_DIR/$name.postdata.$phase.list"
 			mv -f "$STATE_DIR/$name.postdata.$phase.list" "$STATE_DIR/$name.postdata.list"
 		fi
-		spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=post-data --no-owner --no-privileges \
-			--jobs "${CFG[resources.max_parallel_copies]}" --exit-on-error \
-			-L "$STATE_DIR/$name.postdata.list" "$STATE_DIR/$name.dump"
-		supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
-		[[ $SUP_RESULT == ok ]] || step_failed "$what"
+		# A phase with nothing in it (most tables have no unique constraint
+		# besides their key) starts no pg_restore and its connections.
+		if grep -q '^[0-9]' "$STATE_DIR/$name.postdata.list"; then
+			spawn pg_restore - - "$PG_RESTORE" -d "$TGT" --section=post-data --no-owner --no-privileges \
+				--jobs "${CFG[resources.max_parallel_copies]}" --exit-on-error \
+				-L "$STATE_DIR/$name.postdata.list" "$STATE_DIR/$name.dump"
+			supervise "$BS_DEADLINE" "pg_restore:$SPAWN_PID"
+			[[ $SUP_RESULT == ok ]] || step_failed "$what"
+		fi
 	elif [[ $phase == all ]]; then
 		run_target_script "$what" "$STATE_DIR/$name.post.sql"
 	else
