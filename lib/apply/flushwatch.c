@@ -121,15 +121,25 @@ all_flushed(struct flushwatch *w)
 /*
  * One synchronous commit that writes WAL: a row version of the job's own
  * row, unchanged. (A transaction that writes nothing commits without a
- * flush, whatever synchronous_commit says.)
+ * flush, whatever synchronous_commit says: so a job row that is gone
+ * flushed nothing, and nothing counts as flushed.)
  */
 static bool
 flush_now(struct flushwatch *w, PGconn *conn, struct pgerr *err)
 {
 	const char *params[1] = {w->job};
+	PGresult *res = conn_query(conn, "UPDATE pgsync.job SET applied_lsn = applied_lsn WHERE job = $1 RETURNING job",
+							   1, params, 1, err);
 
-	if (!conn_command(conn, "UPDATE pgsync.job SET applied_lsn = applied_lsn WHERE job = $1", 1, params, err))
+	if (res == NULL)
 		return false;
+	if (PQntuples(res) != 1)
+	{
+		PQclear(res);
+		pgerr_printf(err, false, "cannot flush the target's WAL: the job's row is gone from pgsync.job");
+		return false;
+	}
+	PQclear(res);
 	all_flushed(w);
 	return true;
 }
