@@ -439,8 +439,9 @@ applier_new(PGconn *conn, PGconn *meta, struct relcache *rc, const struct applie
 	 * a row is found by its key's index whenever there is one. The planner
 	 * scans a table of a few pages whole, and one updated hundreds of times
 	 * a second (pgbench's branches, pgsync.job) holds that many row
-	 * versions to check: 8 % of the apply session's CPU at 500
-	 * transactions a second. Without an index a scan is still made. */
+	 * versions to check: a tenth of the apply session's CPU at 500
+	 * transactions a second, in a profile. Without an index a scan is
+	 * still made. */
 	snprintf(sync, sizeof(sync), "SET synchronous_commit = %s",
 			 opts->synchronous_commit ? opts->synchronous_commit : "on");
 	if (!setup_cmd(conn, "SET search_path = ''", err) || !setup_cmd(conn, sync, err) ||
