@@ -726,8 +726,9 @@ stream(struct walcat *w, PGconn *repl, int server_version)
 			struct pollfd pfd[2] = {{PQsocket(repl), POLLIN, 0}, {sig_fd(), POLLIN, 0}};
 			int64_t timeout = (int64_t) (next_status - now);
 
-			/* About to block: make every complete transaction visible. */
-			if ((st = ws_flush(w->ws)) != WS_OK)
+			/* About to block: make every complete transaction visible
+			 * (the rest of one still arriving follows with its COMMIT). */
+			if ((st = ws_flush_whole(w->ws)) != WS_OK)
 				break;
 			idle_work(w, repl, now, last_data, &next_heartbeat, &next_probe, &heartbeats, &end);
 			if (end.code != EXIT_DONE)

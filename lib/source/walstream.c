@@ -27,6 +27,7 @@ struct walstream {
 	struct spool *spool;
 	struct pgo_msg *msg;
 	bool in_txn;				/* BEGIN written, COMMIT not yet */
+	size_t txn_start;			/* in_txn: where its BEGIN starts in rb */
 	uint32_t txn_xid;
 	bool in_stream;				/* between STREAM START and STREAM STOP */
 	lsn_t pos;					/* header start, last COMMIT end or POSITION */
@@ -105,6 +106,7 @@ drain(struct walstream *ws)
 		ws->st.bytes += ws->rb.len;
 		st = out_write(ws->out, ws->rb.data, ws->rb.len);
 		buf_reset(&ws->rb);
+		ws->txn_start = 0;
 	}
 	/* Between transactions a compressed frame may end here. */
 	if (st == OUT_OK && !ws->in_txn)
@@ -124,6 +126,39 @@ ws_flush(struct walstream *ws)
 	enum ws_status st = drain(ws);
 
 	return st == WS_OK ? out_status(ws, out_flush(ws->out)) : st;
+}
+
+enum ws_status
+ws_flush_whole(struct walstream *ws)
+{
+	size_t whole = ws->txn_start;
+	enum out_status st = OUT_OK;
+
+	if (!ws->in_txn)
+		return ws_flush(ws);
+	if (whole > 0)
+	{
+		ws->st.bytes += whole;
+		st = out_write(ws->out, ws->rb.data, whole);
+		if (st == OUT_OK)
+			st = out_boundary(ws->out);
+		memmove(ws->rb.data, ws->rb.data + whole, ws->rb.len - whole);
+		ws->rb.len -= whole;
+		ws->txn_start = 0;
+	}
+	if (st == OUT_OK)
+		st = out_flush(ws->out);
+	return out_status(ws, st);
+}
+
+/* BEGIN of a transaction, remembering where it starts (ws_flush_whole). */
+static void
+open_txn(struct walstream *ws, uint32_t xid, lsn_t commit_lsn, int64_t when)
+{
+	ws->txn_start = ws->rb.len;
+	walenc_begin(&ws->rb, xid, commit_lsn, when);
+	ws->in_txn = true;
+	ws->txn_xid = xid;
 }
 
 enum ws_status
@@ -232,9 +267,7 @@ stream_commit(struct walstream *ws, const struct pgo_msg *c)
 		return WS_ENDPOS;
 	if (!spool_replay_open(ws->spool, xid, err, sizeof(err)))
 		return failed(ws, EXIT_RUNTIME, "protocol violation: %s", err);
-	walenc_begin(&ws->rb, xid, commit_lsn, when);
-	ws->in_txn = true;
-	ws->txn_xid = xid;
+	open_txn(ws, xid, commit_lsn, when);
 	/* c points into ws->msg, which the replayed messages overwrite. */
 	while ((rc = spool_replay_next(ws->spool, &p, &n, err, sizeof(err))) == 1)
 	{
@@ -328,9 +361,7 @@ ws_message(struct walstream *ws, const unsigned char *p, size_t n)
 				return failed(ws, EXIT_RUNTIME, "protocol violation: begin inside transaction %u", ws->txn_xid);
 			if (reached(ws, m->u.begin.final_lsn))
 				return WS_ENDPOS;
-			walenc_begin(&ws->rb, m->xid, m->u.begin.final_lsn, m->u.begin.commit_time);
-			ws->in_txn = true;
-			ws->txn_xid = m->xid;
+			open_txn(ws, m->xid, m->u.begin.final_lsn, m->u.begin.commit_time);
 			return WS_OK;
 		case PGO_COMMIT:
 			if (!ws->in_txn)

@@ -62,6 +62,14 @@ enum ws_status ws_end(struct walstream *ws);
 /* Hand buffered records to the output and flush it. */
 enum ws_status ws_flush(struct walstream *ws);
 
+/*
+ * The same, up to the last whole transaction: the lines of one whose
+ * messages are still arriving stay buffered until its COMMIT (or until
+ * they fill a chunk). The reader can do nothing with them before, and a
+ * write per message would wake it once per line.
+ */
+enum ws_status ws_flush_whole(struct walstream *ws);
+
 /* A transaction is open in the output (BEGIN written, COMMIT not yet). */
 bool ws_in_transaction(const struct walstream *ws);
 /* Every transaction committing below this was written, and keepalive

@@ -133,13 +133,16 @@ message(struct walstream *ws, bool transactional, uint64_t lsn, const char *pref
 static char got[65536];
 
 static const char *
-drained(struct walstream *ws)
+written(struct walstream *ws, bool whole)
 {
 	static long pos = 0;
 	char line[4096];
 	size_t n = 0;
 
-	ws_flush(ws);
+	if (whole)
+		ws_flush_whole(ws);
+	else
+		ws_flush(ws);
 	fflush(tmp);
 	fseek(tmp, pos, SEEK_SET);
 	got[0] = '\0';
@@ -165,6 +168,12 @@ drained(struct walstream *ws)
 	}
 	pos = ftell(tmp);
 	return got;
+}
+
+static const char *
+drained(struct walstream *ws)
+{
+	return written(ws, false);
 }
 
 static struct walstream *
@@ -213,6 +222,32 @@ test_plain(void)
 	CHECK(insert(ws, 0, 16385, "5", "y") == WS_OK);
 	CHECK(send_commit(ws, 0x500, 0x530) == WS_OK);
 	CHECK_STR(drained(ws), "BEGIN 703 0/500|INSERT public t|RELATION public t2|INSERT public t2|COMMIT 703 0/500|");
+	ws_free(ws);
+}
+
+/* Flushing before a wait writes whole transactions only: the lines of one
+ * still arriving stay until its COMMIT. */
+static void
+test_flush_whole(void)
+{
+	struct walstream *ws = fresh(0);
+
+	CHECK(relation(ws, 0, 16385, "t") == WS_OK);
+	CHECK(begin(ws, 800, 0x600) == WS_OK);
+	CHECK(insert(ws, 0, 16385, "1", NULL) == WS_OK);
+	/* Nothing whole yet: nothing written. */
+	CHECK_STR(written(ws, true), "");
+	CHECK(send_commit(ws, 0x600, 0x630) == WS_OK);
+	CHECK(begin(ws, 801, 0x700) == WS_OK);
+	CHECK(insert(ws, 0, 16385, "2", "x") == WS_OK);
+	CHECK_STR(written(ws, true), "BEGIN 800 0/600|RELATION public t|INSERT public t|COMMIT 800 0/600|");
+	CHECK(ws_in_transaction(ws));
+	CHECK(insert(ws, 0, 16385, "3", "y") == WS_OK);
+	CHECK_STR(written(ws, true), "");
+	CHECK(send_commit(ws, 0x700, 0x730) == WS_OK);
+	/* Between transactions everything goes. */
+	CHECK_STR(written(ws, true), "BEGIN 801 0/700|INSERT public t|INSERT public t|COMMIT 801 0/700|");
+	CHECK(ws->pos == 0x730);
 	ws_free(ws);
 }
 
@@ -409,6 +444,7 @@ main(void)
 	tmp = tmpfile();
 	out = out_open(fileno(tmp), 0);
 	test_plain();
+	test_flush_whole();
 	test_positions();
 	test_endpos();
 	/* Violations log errors by design: show them only if a check failed. */
