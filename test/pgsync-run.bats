@@ -177,6 +177,24 @@ runtime_conn() {
 	[ "$(job_state rn)" = STREAMING ]
 }
 
+@test "SIGTERM the moment run starts its programs stops it within seconds, every time, leaving no process behind" {
+	# A signal that reaches a child between fork and exec used to be
+	# swallowed: the child then waited for ever to open the stream's FIFO,
+	# and its stderr relay for a writer (a stop took 30 s to for ever, and
+	# mostly on a busy machine, so this tries several times).
+	local i pid left
+	for ((i = 0; i < 8; i++)); do
+		start_run rn
+		pid=$RUN_PID
+		wait_until 30 grep -q "streaming slot" "$(current_run_log)"
+		kill -TERM "$pid"
+		bg_wait "$(current_run_log)" 10
+		[ "$BG_STATUS" -eq 0 ]
+		left=$(descendants "$pid")
+		[ -z "$left" ]
+	done
+}
+
 @test "ERROR becomes CATCHING_UP when run starts, then STREAMING; last_error is cleared once streaming" {
 	psql_at tgt -c "UPDATE pgsync.job SET state = 'ERROR', last_error = 'earlier failure' WHERE job = 'rn'"
 	start_run rn

@@ -10,15 +10,22 @@ now_ms() {
 # Wait (bounded) for the stderr relay of a child that ended, so its last
 # error line is on file before anyone reads it.
 reap_relay() {
-	local pid=$1 relay=${RELAY_OF[$1]:-} i
+	local pid=$1 relay=${RELAY_OF[$1]:-} fifo=${RELAY_FIFO[$1]:-} i fd
 	[[ -n $relay ]] || return 0
+	# A child stopped before it opened its end of the FIFO leaves its relay
+	# waiting in open() for a writer, for ever. Be that writer for a moment
+	# (read-write never waits): the relay then reads the end of it.
+	if [[ -n $fifo && -p $fifo ]] && pid_running "$relay"; then
+		exec {fd}<>"$fifo" && exec {fd}>&-
+	fi
 	for ((i = 0; i < 50; i++)); do
 		pid_running "$relay" || break
 		sleep 0.1
 	done
-	kill "$relay" 2>/dev/null
+	# It ignores SIGTERM, to relay a child's last words after a Ctrl-C.
+	kill -KILL "$relay" 2>/dev/null
 	wait "$relay" 2>/dev/null
-	unset 'RELAY_OF[$pid]'
+	unset 'RELAY_OF[$pid]' 'RELAY_FIFO[$pid]'
 }
 
 # supervise DEADLINE_MS NAME:PID...: wait until every child ended (SUP_RESULT
