@@ -91,11 +91,22 @@ procs_under() {
 	[ "$(psql_at b -c 'SELECT 1')" = 1 ]
 }
 
+# postmaster_gone PID: no process PID, or only its zombie.
+postmaster_gone() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	[[ ${stat:0:1} == Z ]]
+}
+
 @test "start recovers a cluster whose postmaster was killed with SIGKILL" {
 	psql_at b -c "CREATE TABLE crash_probe AS SELECT 7 AS v"
 	local pid
 	pid=$(head -n 1 "$b_DIR/data/postmaster.pid")
 	kill -KILL "$pid"
+	# kill returns once the signal is sent: on a busy machine the
+	# postmaster may still be there a moment later.
+	wait_until 10 postmaster_gone "$pid"
 	run pg-cluster info "$b_DIR"
 	[ "$status" -eq 1 ]
 	cluster_start b
