@@ -93,10 +93,7 @@ procs_under() {
 
 # postmaster_gone PID: no process PID, or only its zombie.
 postmaster_gone() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	stat=${stat##*) }
-	[[ ${stat:0:1} == Z ]]
+	! _cluster_alive "$1"
 }
 
 @test "start recovers a cluster whose postmaster was killed with SIGKILL" {

@@ -96,22 +96,33 @@ out_status(struct walstream *ws, enum out_status st)
 	return WS_OK;
 }
 
+/*
+ * Hand the first n bytes of rb to the output; at_boundary: they end
+ * between transactions, where a compressed frame may end. An open
+ * transaction's BEGIN is then at the start of rb, or already handed on.
+ */
 static enum ws_status
-drain(struct walstream *ws)
+drain_to(struct walstream *ws, size_t n, bool at_boundary)
 {
 	enum out_status st = OUT_OK;
 
-	if (ws->rb.len > 0)
+	if (n > 0)
 	{
-		ws->st.bytes += ws->rb.len;
-		st = out_write(ws->out, ws->rb.data, ws->rb.len);
-		buf_reset(&ws->rb);
+		ws->st.bytes += n;
+		st = out_write(ws->out, ws->rb.data, n);
+		memmove(ws->rb.data, ws->rb.data + n, ws->rb.len - n);
+		ws->rb.len -= n;
 		ws->txn_start = 0;
 	}
-	/* Between transactions a compressed frame may end here. */
-	if (st == OUT_OK && !ws->in_txn)
+	if (st == OUT_OK && at_boundary)
 		st = out_boundary(ws->out);
 	return out_status(ws, st);
+}
+
+static enum ws_status
+drain(struct walstream *ws)
+{
+	return drain_to(ws, ws->rb.len, !ws->in_txn);
 }
 
 static enum ws_status
@@ -131,24 +142,14 @@ ws_flush(struct walstream *ws)
 enum ws_status
 ws_flush_whole(struct walstream *ws)
 {
-	size_t whole = ws->txn_start;
-	enum out_status st = OUT_OK;
+	enum ws_status st;
 
 	if (!ws->in_txn)
 		return ws_flush(ws);
-	if (whole > 0)
-	{
-		ws->st.bytes += whole;
-		st = out_write(ws->out, ws->rb.data, whole);
-		if (st == OUT_OK)
-			st = out_boundary(ws->out);
-		memmove(ws->rb.data, ws->rb.data + whole, ws->rb.len - whole);
-		ws->rb.len -= whole;
-		ws->txn_start = 0;
-	}
-	if (st == OUT_OK)
-		st = out_flush(ws->out);
-	return out_status(ws, st);
+	/* Nothing before the BEGIN: the transaction's earlier chunks went on
+	 * already, and no frame may end inside it. */
+	st = drain_to(ws, ws->txn_start, ws->txn_start > 0);
+	return st == WS_OK ? out_status(ws, out_flush(ws->out)) : st;
 }
 
 /* BEGIN of a transaction, remembering where it starts (ws_flush_whole). */
